@@ -1,0 +1,133 @@
+// Command kubette is a Kubernetes-compatible orchestrator in one binary: each
+// subcommand runs one component, and `kubette up` runs them all.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubette/kubette/internal/cluster"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubette",
+		Short:         "A Kubernetes-compatible orchestrator in one binary",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newUp(), newAPIServer(), newVersion())
+	return root
+}
+
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/kubette"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".kubette")
+	}
+	return ".kubette"
+}
+
+// controlPlaneFlags are the flags `up` and `apiserver` share.
+type controlPlaneFlags struct {
+	dataDir, bind, etcdServers, tokenFile, logLevel string
+	port                                            int
+}
+
+func (f *controlPlaneFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for etcd data, certificates and the admin kubeconfig")
+	cmd.Flags().IntVar(&f.port, "port", 6443, "HTTPS port of the API server")
+	cmd.Flags().StringVar(&f.bind, "bind-address", "0.0.0.0", "address the API server listens on")
+	cmd.Flags().StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-auth-file", "", "static bearer tokens, one per line: token,user,uid,\"group1,group2\"")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func (f *controlPlaneFlags) config() (cluster.Config, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return cluster.Config{}, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := cluster.Config{
+		DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if f.etcdServers != "" {
+		cfg.EtcdServers = strings.Split(f.etcdServers, ",")
+	}
+	return cfg, nil
+}
+
+func runControlPlane(ctx context.Context, f *controlPlaneFlags, what string) error {
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	cp, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kubette %s ready in %d ms at %s\n", what, cp.ReadyAfter.Milliseconds(), cp.URL)
+	fmt.Printf("kubeconfig: %s\n", cp.Kubeconfig)
+	fmt.Printf("try: kubectl --kubeconfig %s get namespaces\n", cp.Kubeconfig)
+	err = cp.Wait()
+	fmt.Println("kubette stopped")
+	return err
+}
+
+func newUp() *cobra.Command {
+	f := &controlPlaneFlags{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole cluster on this machine (embedded etcd and the API server)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runControlPlane(cmd.Context(), f, "cluster")
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newAPIServer() *cobra.Command {
+	f := &controlPlaneFlags{}
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run the API server (embedded etcd unless --etcd-servers is given)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runControlPlane(cmd.Context(), f, "apiserver")
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newVersion() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Println(cluster.Version.GitVersion)
+		},
+	}
+}

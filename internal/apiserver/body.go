@@ -1,0 +1,107 @@
+package apiserver
+
+import (
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"sigs.k8s.io/yaml"
+)
+
+// maxBodyBytes is the largest request body accepted, as upstream (3 MiB).
+const maxBodyBytes = 3 * 1024 * 1024
+
+// readBody reads a request body up to the limit (413 beyond it).
+func readBody(req *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return data, nil
+}
+
+// bodyMediaType returns the media type of the request body without parameters.
+func bodyMediaType(req *http.Request) string {
+	ct := req.Header.Get("Content-Type")
+	if ct == "" {
+		return mimeJSON
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ct
+	}
+	return mt
+}
+
+// decodeInto decodes a request body of the given media type into into, which must be
+// of kind gvk. It returns warnings for unknown or duplicate fields unless validation is
+// Strict, in which case they are a 400 error, or Ignore.
+func (s *Server) decodeInto(data []byte, mediaType string, gvk schema.GroupVersionKind, into runtime.Object, validation string) ([]string, error) {
+	switch mediaType {
+	case mimeProtobuf:
+		obj, actual, err := s.codecs.proto.Decode(data, &gvk, into)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to decode protobuf body: %v", err))
+		}
+		if actual != nil && *actual != gvk {
+			return nil, kindMismatch(gvk, *actual)
+		}
+		if obj != into {
+			return nil, apierrors.NewBadRequest("unexpected object in protobuf body")
+		}
+		return nil, nil
+	case mimeJSON, mimeYAML, "application/x-yaml", "text/yaml", "":
+	default:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got %s)", mediaType), 0, false)
+	}
+	if mediaType != mimeJSON {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error converting YAML to JSON: %v", err))
+		}
+		data = j
+	}
+	ser := k8sjson.NewSerializerWithOptions(k8sjson.DefaultMetaFactory, s.scheme, s.scheme, k8sjson.SerializerOptions{Strict: validation != "Ignore"})
+	_, actual, err := ser.Decode(data, &gvk, into)
+	var warnings []string
+	if err != nil {
+		strict, ok := runtime.AsStrictDecodingError(err)
+		if !ok {
+			return nil, apierrors.NewBadRequest(strings.TrimPrefix(err.Error(), "json: "))
+		}
+		for _, e := range strict.Errors() {
+			warnings = append(warnings, e.Error())
+		}
+		if validation == "Strict" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %s", strings.Join(warnings, ", ")))
+		}
+	}
+	if actual != nil && (actual.Kind != "" && actual.Kind != gvk.Kind || actual.GroupVersion() != gvk.GroupVersion() && actual.Version != "") {
+		return nil, kindMismatch(gvk, *actual)
+	}
+	into.GetObjectKind().SetGroupVersionKind(gvk)
+	return warnings, nil
+}
+
+func kindMismatch(want, got schema.GroupVersionKind) error {
+	if want.GroupVersion() != got.GroupVersion() {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got.GroupVersion(), want.GroupVersion()))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", got.Kind, want.Kind))
+}
+
+// warn adds Warning headers in the upstream format.
+func warn(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	}
+}

@@ -1,0 +1,211 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	mimeJSON     = "application/json"
+	mimeYAML     = "application/yaml"
+	mimeProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// mediaType is one acceptable response type from an Accept header.
+type mediaType struct {
+	// typ is json, yaml or protobuf.
+	typ string
+	// as is "", "Table", "PartialObjectMetadata" or "PartialObjectMetadataList".
+	as string
+}
+
+// parseAccept returns the acceptable response types in the client's order. An
+// empty header accepts JSON.
+func parseAccept(header string) []mediaType {
+	if strings.TrimSpace(header) == "" {
+		return []mediaType{{typ: "json"}}
+	}
+	var out []mediaType
+	for _, part := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		var m mediaType
+		switch mt {
+		case mimeJSON, "application/*", "*/*", "application/json-patch+json":
+			m.typ = "json"
+		case mimeYAML, "application/x-yaml", "text/yaml":
+			m.typ = "yaml"
+		case mimeProtobuf:
+			m.typ = "protobuf"
+		default:
+			continue
+		}
+		if as := params["as"]; as != "" {
+			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+				continue
+			}
+			switch as {
+			case "Table", "PartialObjectMetadata", "PartialObjectMetadataList":
+				m.as = as
+			default:
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// codecs holds the serializers of one server.
+type codecs struct {
+	proto *protobuf.Serializer
+	raw   *protobuf.RawSerializer
+}
+
+func newCodecs(s *runtime.Scheme) *codecs {
+	return &codecs{proto: protobuf.NewSerializer(s, s), raw: protobuf.NewRawSerializer(s, s)}
+}
+
+// encode writes obj in the media type (obj must carry its apiVersion and kind).
+func (c *codecs) encode(w io.Writer, typ string, obj runtime.Object) error {
+	switch typ {
+	case "protobuf":
+		return c.proto.Encode(obj, w)
+	case "yaml":
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	default:
+		return json.NewEncoder(w).Encode(obj)
+	}
+}
+
+func contentType(typ string) string {
+	switch typ {
+	case "protobuf":
+		return mimeProtobuf
+	case "yaml":
+		return mimeYAML
+	}
+	return mimeJSON
+}
+
+// protobufCapable reports whether obj can be sent as protobuf.
+func protobufCapable(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *metav1.Table:
+		return false
+	}
+	_, ok := obj.(interface{ Marshal() ([]byte, error) })
+	return ok
+}
+
+// writeObject encodes obj for the first acceptable media type that can carry it.
+func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	typ := "json"
+	for _, m := range parseAccept(r.Header.Get("Accept")) {
+		if m.as != "" {
+			continue
+		}
+		if m.typ == "protobuf" && !protobufCapable(obj) {
+			continue
+		}
+		typ = m.typ
+		break
+	}
+	var buf bytes.Buffer
+	if err := s.codecs.encode(&buf, typ, obj); err != nil {
+		s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
+		return
+	}
+	w.Header().Set("Content-Type", contentType(typ))
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeError answers with a metav1.Status in the shape kubectl expects.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	st := errorToStatus(err)
+	if st.Code == http.StatusTooManyRequests && st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(st.Details.RetryAfterSeconds))
+	}
+	s.writeObject(w, r, int(st.Code), st)
+}
+
+func errorToStatus(err error) *metav1.Status {
+	var st metav1.Status
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		st = se.Status()
+	} else {
+		st = apierrors.NewInternalError(err).ErrStatus
+	}
+	st.APIVersion, st.Kind = "v1", "Status"
+	if st.Status == "" {
+		st.Status = metav1.StatusFailure
+	}
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	return &st
+}
+
+// watchEncoder writes the events of one watch stream.
+type watchEncoder struct {
+	typ   string
+	w     io.Writer
+	codec *codecs
+	buf   bytes.Buffer
+}
+
+// write sends one event; obj must carry its apiVersion and kind.
+func (e *watchEncoder) write(eventType string, obj runtime.Object) error {
+	e.buf.Reset()
+	switch e.typ {
+	case "protobuf":
+		var inner bytes.Buffer
+		if err := e.codec.proto.Encode(obj, &inner); err != nil {
+			return err
+		}
+		ev := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: inner.Bytes()}}
+		data, err := ev.Marshal()
+		if err != nil {
+			return err
+		}
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(len(data)))
+		e.buf.Write(hdr[:])
+		e.buf.Write(data)
+	default:
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if err := json.NewEncoder(&e.buf).Encode(struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}{eventType, raw}); err != nil {
+			return err
+		}
+	}
+	_, err := e.w.Write(e.buf.Bytes())
+	return err
+}

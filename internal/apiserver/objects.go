@@ -1,0 +1,179 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubette/kubette/internal/apiserver/watchcache"
+	"github.com/kubette/kubette/internal/registry"
+	"github.com/kubette/kubette/internal/storage"
+)
+
+// storageDecoder decodes stored protobuf and stamps the revision as resourceVersion.
+func (s *Server) storageDecoder(r *registry.Resource) watchcache.Decoder {
+	return func(key string, value []byte, rev int64) (runtime.Object, error) {
+		if len(value) == 0 {
+			return nil, fmt.Errorf("decode %s: empty value", key)
+		}
+		obj, _, err := s.codecs.proto.Decode(value, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", key, err)
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", key, err)
+		}
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
+		return obj, nil
+	}
+}
+
+// encodeForStorage encodes obj (in the storage version) as upstream stores it: protobuf
+// with the kind envelope and no resourceVersion.
+func (s *Server) encodeForStorage(r *registry.Resource, obj runtime.Object) ([]byte, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	defer m.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
+	var buf bytes.Buffer
+	if err := s.codecs.proto.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encode %s for storage: %w", r.Kind, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// toServed converts a stored object to the resource's served version. The result may
+// share memory with obj and must not be modified.
+func toServed(r *registry.Resource, obj runtime.Object) runtime.Object {
+	if r.GroupVersion == r.StorageVersion {
+		return obj
+	}
+	if e, ok := obj.(*corev1.Event); ok && r.GroupVersion.Group == "events.k8s.io" {
+		return registry.EventToV1(e)
+	}
+	return obj
+}
+
+// toStorage converts a served object to the storage version.
+func toStorage(r *registry.Resource, obj runtime.Object) runtime.Object {
+	if e, ok := obj.(*eventsv1.Event); ok {
+		return registry.EventFromV1(e)
+	}
+	return obj
+}
+
+// getFromStorage reads one object (storage version) and its mod revision.
+func (s *Server) getFromStorage(ctx context.Context, r *registry.Resource, ns, name string) (runtime.Object, int64, error) {
+	kv, err := s.cfg.Store.Get(ctx, r.Key(ns, name))
+	if err != nil {
+		return nil, 0, s.storageError(r, name, err)
+	}
+	obj, err := s.storageDecoder(r)(kv.Key, kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, 0, apierrors.NewInternalError(err)
+	}
+	return obj, kv.ModRevision, nil
+}
+
+// storageError maps storage sentinels to API errors.
+func (s *Server) storageError(r *registry.Resource, name string, err error) error {
+	gr := r.GroupResource()
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(conflictMessage))
+	case errors.Is(err, storage.ErrCompacted):
+		return apierrors.NewResourceExpired(fmt.Sprintf("the resourceVersion is too old: %v", err))
+	case errors.Is(err, storage.ErrFutureRevision):
+		return apierrors.NewTimeoutError("Too large resource version", 1)
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return apierrors.NewInternalError(err)
+}
+
+const conflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
+
+// setServedTypeMeta stamps obj with the served kind so that encoders write apiVersion and kind.
+func setServedTypeMeta(r *registry.Resource, obj runtime.Object) {
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+}
+
+// served returns a copy of a stored object, converted and stamped for the response.
+func served(r *registry.Resource, obj runtime.Object) runtime.Object {
+	out := toServed(r, obj)
+	if out == obj {
+		out = obj.DeepCopyObject()
+	}
+	setServedTypeMeta(r, out)
+	return out
+}
+
+// podQOSClass computes a pod's QoS class as upstream does for cpu and memory.
+func podQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
+	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	guaranteed := true
+	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := c.Resources.Requests[name]; ok && !q.IsZero() {
+				cur := requests[name]
+				cur.Add(q)
+				requests[name] = cur
+			}
+			if q, ok := c.Resources.Limits[name]; ok && !q.IsZero() {
+				cur := limits[name]
+				cur.Add(q)
+				limits[name] = cur
+			} else {
+				guaranteed = false
+			}
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, req := range requests {
+			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+				guaranteed = false
+			}
+		}
+	}
+	if guaranteed && len(limits) == 2 {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+// bookmarkObject builds the object of a BOOKMARK event: the kind with only its resourceVersion.
+func bookmarkObject(r *registry.Resource, rev int64, initialEnd bool) runtime.Object {
+	obj := r.New()
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	setServedTypeMeta(r, obj)
+	return obj
+}

@@ -1,0 +1,38 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/kubette/kubette/internal/openapi"
+	"github.com/kubette/kubette/internal/registry"
+)
+
+// openAPIDocs serves /openapi/v3 from documents generated once at start-up.
+type openAPIDocs struct{ docs *openapi.Documents }
+
+func newOpenAPIDocs(t *registry.Table) (*openAPIDocs, error) {
+	var res []openapi.Resource
+	for _, r := range t.All() {
+		res = append(res, openapi.Resource{
+			GVK: r.GroupVersionKind(), Plural: r.Plural, Namespaced: r.Namespaced,
+			Object: r.New(), List: r.NewList(), Subresources: r.Subresources,
+		})
+	}
+	d, err := openapi.Build(res)
+	if err != nil {
+		return nil, err
+	}
+	return &openAPIDocs{docs: d}, nil
+}
+
+func (o *openAPIDocs) serve(w http.ResponseWriter, req *http.Request) bool {
+	path := strings.TrimSuffix(req.URL.Path, "/")
+	if path != "/openapi/v3" {
+		if _, _, ok := o.docs.GroupVersion(strings.TrimPrefix(path, "/openapi/v3/")); !ok {
+			return false
+		}
+	}
+	o.docs.ServeHTTP(w, req)
+	return true
+}

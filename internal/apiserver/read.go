@@ -1,0 +1,437 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubette/kubette/internal/apiserver/watchcache"
+	"github.com/kubette/kubette/internal/registry"
+	"github.com/kubette/kubette/internal/storage"
+)
+
+// selectors parses the label and field selectors of a list or watch.
+func selectors(r *registry.Resource, q map[string][]string) (labels.Selector, fields.Selector, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	ls, err := labels.Parse(get("labelSelector"))
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	fs, err := fields.ParseSelector(get("fieldSelector"))
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	}
+	for _, req := range fs.Requirements() {
+		if !r.SupportsField(req.Field) {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return ls, fs, nil
+}
+
+// filterFor builds a watch-cache filter from selectors.
+func filterFor(r *registry.Resource, ls labels.Selector, fs fields.Selector) watchcache.Filter {
+	if ls.Empty() && fs.Empty() {
+		return nil
+	}
+	return func(_ string, obj runtime.Object) bool {
+		if !ls.Empty() {
+			m, err := meta.Accessor(obj)
+			if err != nil || !ls.Matches(labels.Set(m.GetLabels())) {
+				return false
+			}
+		}
+		return fs.Empty() || fs.Matches(r.SelectableFields(obj))
+	}
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	ctx := req.Context()
+	q := req.URL.Query()
+	var obj runtime.Object
+	if q.Get("resourceVersion") == "0" {
+		cached, _, ok, err := s.cacheFor(ri.res).Get(ctx, ri.res.Key(ri.namespace, ri.name))
+		if err != nil {
+			s.writeError(w, req, apierrors.NewInternalError(err))
+			return
+		}
+		if !ok {
+			s.writeError(w, req, apierrors.NewNotFound(ri.res.GroupResource(), ri.name))
+			return
+		}
+		obj = cached
+	} else {
+		got, _, err := s.getFromStorage(ctx, ri.res, ri.namespace, ri.name)
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		obj = got
+	}
+	s.respondObject(w, req, ri.res, http.StatusOK, served(ri.res, obj))
+}
+
+// respondObject writes one served object, as a Table or metadata when the client asked.
+func (s *Server) respondObject(w http.ResponseWriter, req *http.Request, r *registry.Resource, code int, obj runtime.Object) {
+	for _, m := range parseAccept(req.Header.Get("Accept")) {
+		switch m.as {
+		case "":
+			s.writeObject(w, req, code, obj)
+			return
+		case "Table":
+			t, err := s.tableFor(r, []runtime.Object{obj}, req.URL.Query().Get("includeObject"), "")
+			if err != nil {
+				s.writeError(w, req, err)
+				return
+			}
+			s.writeAs(w, req, code, m.typ, t)
+			return
+		case "PartialObjectMetadata":
+			s.writeAs(w, req, code, m.typ, partialMetadata(obj))
+			return
+		}
+	}
+	s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "get", r.GroupResource(), "", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false))
+}
+
+func (s *Server) writeAs(w http.ResponseWriter, req *http.Request, code int, typ string, obj runtime.Object) {
+	if typ == "protobuf" && !protobufCapable(obj) {
+		typ = "json"
+	}
+	w.Header().Set("Content-Type", contentType(typ))
+	w.WriteHeader(code)
+	if err := s.codecs.encode(w, typ, obj); err != nil {
+		s.log.Error("encode response", "err", err)
+	}
+}
+
+func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
+	m, _ := meta.Accessor(obj)
+	p := &metav1.PartialObjectMetadata{}
+	if om, ok := m.(*metav1.ObjectMeta); ok {
+		p.ObjectMeta = *om.DeepCopy()
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	p.APIVersion, p.Kind = gvk.GroupVersion().String(), gvk.Kind
+	return p
+}
+
+// continueToken is the opaque pagination token, shaped as upstream's.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	RV         int64  `json:"rv"`
+	Start      string `json:"start"`
+}
+
+func encodeContinue(rev int64, startKey, prefix string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", RV: rev, Start: strings.TrimPrefix(startKey, prefix)})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(token, prefix string) (int64, string, error) {
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return 0, "", fmt.Errorf("continue key is not valid: %w", err)
+	}
+	var t continueToken
+	if err := json.Unmarshal(data, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || t.RV <= 0 {
+		return 0, "", errors.New("continue key is not valid")
+	}
+	if strings.Contains(t.Start, "..") || strings.HasPrefix(t.Start, "/") {
+		return 0, "", errors.New("continue key is not valid: invalid start")
+	}
+	return t.RV, prefix + t.Start, nil
+}
+
+func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	ctx := req.Context()
+	q := req.URL.Query()
+	ls, fs, err := selectors(ri.res, q)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	filter := filterFor(ri.res, ls, fs)
+	prefix := ri.res.Prefix(ri.namespace)
+	rvParam, cont := q.Get("resourceVersion"), q.Get("continue")
+	limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
+	if cont != "" && rvParam != "" {
+		s.writeError(w, req, apierrors.NewBadRequest("specifying resource version is not allowed when using continue"))
+		return
+	}
+
+	var items []runtime.Object
+	var rev, remaining int64
+	var next string
+	if rvParam == "0" || (rvParam != "" && q.Get("resourceVersionMatch") != "Exact" && limit == 0) {
+		items, rev, err = s.cacheFor(ri.res).List(ctx, prefix, filter)
+		if err != nil {
+			s.writeError(w, req, apierrors.NewInternalError(err))
+			return
+		}
+	} else {
+		var atRev int64
+		startKey := ""
+		if cont != "" {
+			if atRev, startKey, err = decodeContinue(cont, prefix); err != nil {
+				s.writeError(w, req, apierrors.NewBadRequest(err.Error()))
+				return
+			}
+		} else if rvParam != "" {
+			if atRev, err = strconv.ParseInt(rvParam, 10, 64); err != nil {
+				s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rvParam)))
+				return
+			}
+		}
+		items, rev, next, remaining, err = s.listFromStorage(ctx, ri.res, prefix, atRev, startKey, limit, filter)
+		if err != nil {
+			if errors.Is(err, storage.ErrCompacted) && cont != "" {
+				s.writeError(w, req, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."))
+				return
+			}
+			s.writeError(w, req, s.storageError(ri.res, "", err))
+			return
+		}
+		if next != "" {
+			next = encodeContinue(rev, next, prefix)
+		}
+		if filter != nil {
+			remaining = 0
+		}
+	}
+	s.respondList(w, req, ri.res, items, rev, next, remaining)
+}
+
+// listFromStorage reads a consistent page from the store, filtering as it goes.
+func (s *Server) listFromStorage(ctx context.Context, r *registry.Resource, prefix string, atRev int64, startKey string, limit int64, filter watchcache.Filter) ([]runtime.Object, int64, string, int64, error) {
+	decode := s.storageDecoder(r)
+	var out []runtime.Object
+	rev := atRev
+	for {
+		page := limit
+		if page > 0 && filter != nil && page < 500 {
+			page = 500
+		}
+		res, err := s.cfg.Store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: page, StartKey: startKey})
+		if err != nil {
+			return nil, 0, "", 0, err
+		}
+		rev = res.Revision
+		for i, kv := range res.Items {
+			obj, err := decode(kv.Key, kv.Value, kv.ModRevision)
+			if err != nil {
+				s.log.Error("list: undecodable object skipped", "key", kv.Key, "err", err)
+				continue
+			}
+			if filter != nil && !filter(kv.Key, obj) {
+				continue
+			}
+			out = append(out, obj)
+			if limit > 0 && int64(len(out)) == limit {
+				if i < len(res.Items)-1 || res.More {
+					return out, rev, kv.Key + "\x00", res.Remaining + int64(len(res.Items)-1-i), nil
+				}
+				return out, rev, "", 0, nil
+			}
+		}
+		if !res.More || len(res.Items) == 0 {
+			return out, rev, "", 0, nil
+		}
+		startKey = res.Items[len(res.Items)-1].Key + "\x00"
+	}
+}
+
+// respondList writes a list, Table or PartialObjectMetadataList as the client asked.
+func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *registry.Resource, items []runtime.Object, rev int64, cont string, remaining int64) {
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10), Continue: cont}
+	if remaining > 0 {
+		lm.RemainingItemCount = &remaining
+	}
+	for _, m := range parseAccept(req.Header.Get("Accept")) {
+		switch m.as {
+		case "":
+			list := r.NewList()
+			objs := make([]runtime.Object, len(items))
+			for i, it := range items {
+				objs[i] = toServed(r, it)
+			}
+			if err := meta.SetList(list, objs); err != nil {
+				s.writeError(w, req, apierrors.NewInternalError(err))
+				return
+			}
+			la, _ := meta.ListAccessor(list)
+			la.SetResourceVersion(lm.ResourceVersion)
+			la.SetContinue(lm.Continue)
+			la.SetRemainingItemCount(lm.RemainingItemCount)
+			list.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.ListKind))
+			s.writeObject(w, req, http.StatusOK, list)
+			return
+		case "Table":
+			objs := make([]runtime.Object, len(items))
+			for i, it := range items {
+				objs[i] = served(r, it)
+			}
+			t, err := s.tableFor(r, objs, req.URL.Query().Get("includeObject"), "")
+			if err != nil {
+				s.writeError(w, req, err)
+				return
+			}
+			t.ListMeta = lm
+			s.writeAs(w, req, http.StatusOK, m.typ, t)
+			return
+		case "PartialObjectMetadataList":
+			pl := &metav1.PartialObjectMetadataList{ListMeta: lm}
+			pl.APIVersion, pl.Kind = "meta.k8s.io/v1", "PartialObjectMetadataList"
+			for _, it := range items {
+				p := partialMetadata(served(r, it))
+				pl.Items = append(pl.Items, *p)
+			}
+			s.writeAs(w, req, http.StatusOK, m.typ, pl)
+			return
+		}
+	}
+	s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "list", r.GroupResource(), "", "the requested media type is not supported", 0, false))
+}
+
+func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	q := req.URL.Query()
+	ls, fs, err := selectors(ri.res, q)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	if ri.name != "" {
+		fs = fields.AndSelectors(fs, fields.OneTermEqualSelector("metadata.name", ri.name))
+	}
+	bookmarks := q.Get("allowWatchBookmarks") == "true"
+	sendInitial := q.Get("sendInitialEvents") == "true"
+	rvParam := q.Get("resourceVersion")
+	if q.Has("sendInitialEvents") {
+		var errs field.ErrorList
+		if q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) {
+			errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+		}
+		if sendInitial && !bookmarks {
+			errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "sendInitialEvents requires setting allowWatchBookmarks to true"))
+		}
+		if len(errs) > 0 {
+			s.writeError(w, req, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "", errs))
+			return
+		}
+	}
+	var after int64
+	if rvParam != "" && rvParam != "0" {
+		if after, err = strconv.ParseInt(rvParam, 10, 64); err != nil {
+			s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rvParam)))
+			return
+		}
+	}
+	timeout := time.Duration(1800+rand.IntN(1800)) * time.Second
+	if t, err := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64); err == nil && t > 0 {
+		timeout = time.Duration(t) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	defer cancel()
+
+	var as, typ string = "", "json"
+	accepted := false
+	for _, m := range parseAccept(req.Header.Get("Accept")) {
+		if m.as == "" || m.as == "Table" || m.as == "PartialObjectMetadata" {
+			as, typ, accepted = m.as, m.typ, true
+			if typ == "yaml" {
+				typ = "json"
+			}
+			if typ == "protobuf" && as != "" {
+				typ = "json"
+			}
+			break
+		}
+	}
+	if !accepted {
+		s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "watch", ri.res.GroupResource(), "", "the requested media type is not supported", 0, false))
+		return
+	}
+
+	watcher, werr := s.cacheFor(ri.res).Watch(ctx, watchcache.WatchOptions{
+		Prefix: ri.res.Prefix(ri.namespace), Filter: filterFor(ri.res, ls, fs),
+		AfterRevision: after, SendInitialEvents: sendInitial, Bookmarks: bookmarks,
+	})
+	ct := contentType(typ)
+	if typ == "protobuf" {
+		ct += ";stream=watch"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	enc := &watchEncoder{typ: typ, w: w, codec: s.codecs}
+	if werr != nil {
+		var st *metav1.Status
+		if errors.Is(werr, watchcache.ErrTooOld) {
+			st = errorToStatus(apierrors.NewResourceExpired(werr.Error()))
+		} else {
+			st = errorToStatus(apierrors.NewInternalError(werr))
+		}
+		_ = enc.write(string(watch.Error), st)
+		return
+	}
+	defer watcher.Stop()
+	if flusher != nil {
+		flusher.Flush()
+	}
+	s.metrics.watchers.WithLabelValues(ri.res.Plural).Inc()
+	defer s.metrics.watchers.WithLabelValues(ri.res.Plural).Dec()
+	for {
+		ev, ok := watcher.Next(ctx)
+		if !ok {
+			return
+		}
+		var obj runtime.Object
+		if ev.Type == watch.Bookmark {
+			obj = bookmarkObject(ri.res, ev.Revision, ev.Key == watchcache.InitialEventsEnd)
+			if as == "PartialObjectMetadata" {
+				obj = partialMetadata(obj)
+			}
+		} else {
+			obj = served(ri.res, ev.Object)
+			switch as {
+			case "Table":
+				t, err := s.tableFor(ri.res, []runtime.Object{obj}, q.Get("includeObject"), "")
+				if err != nil {
+					s.log.Error("watch table", "err", err)
+					return
+				}
+				obj = t
+			case "PartialObjectMetadata":
+				obj = partialMetadata(obj)
+			}
+		}
+		if err := enc.write(string(ev.Type), obj); err != nil {
+			return
+		}
+		if flusher != nil && watcher.Pending() == 0 {
+			flusher.Flush()
+		}
+	}
+}

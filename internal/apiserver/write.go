@@ -1,0 +1,656 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubette/kubette/internal/registry"
+	"github.com/kubette/kubette/internal/registry/defaults"
+	"github.com/kubette/kubette/internal/registry/validation"
+	"github.com/kubette/kubette/internal/storage"
+)
+
+// writeOptions are the query options shared by the write verbs.
+type writeOptions struct {
+	dryRun     bool
+	manager    string
+	validation string
+}
+
+func parseWriteOptions(req *http.Request) writeOptions {
+	q := req.URL.Query()
+	o := writeOptions{manager: q.Get("fieldManager"), validation: q.Get("fieldValidation")}
+	for _, d := range q["dryRun"] {
+		if d == "All" {
+			o.dryRun = true
+		}
+	}
+	if o.manager == "" {
+		o.manager = managerFromUserAgent(req.UserAgent())
+	}
+	if o.validation == "" {
+		o.validation = "Warn"
+	}
+	return o
+}
+
+func managerFromUserAgent(ua string) string {
+	for i := 0; i < len(ua); i++ {
+		if ua[i] == '/' {
+			ua = ua[:i]
+			break
+		}
+	}
+	if len(ua) > 128 {
+		ua = ua[:128]
+	}
+	return ua
+}
+
+func invalid(r *registry.Resource, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), name, errs)
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	if ri.name != "" || (ri.res.Namespaced && ri.namespace == "") {
+		s.writeError(w, req, apierrors.NewMethodNotSupported(ri.res.GroupResource(), "create"))
+		return
+	}
+	data, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	o := parseWriteOptions(req)
+	obj := ri.res.New()
+	warnings, err := s.decodeInto(data, bodyMediaType(req), ri.res.GroupVersionKind(), obj, o.validation)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out, err := s.create(req.Context(), ri.res, ri.namespace, obj, o)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	warn(w, warnings)
+	s.respondObject(w, req, ri.res, http.StatusCreated, out)
+}
+
+// create persists a new object given in the served version and returns it as served.
+func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, obj runtime.Object, o writeOptions) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if r.Namespaced {
+		switch {
+		case m.GetNamespace() == "":
+			m.SetNamespace(ns)
+		case ns != "" && m.GetNamespace() != ns:
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
+	}
+	if m.GetName() == "" {
+		return nil, invalid(r, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if err := s.admitNamespace(ctx, r, m.GetNamespace()); err != nil {
+		return nil, err
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.NewTime(s.cfg.Now().Truncate(time.Second)))
+	m.SetResourceVersion("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
+	m.SetGeneration(0)
+	if r.HasSpec() {
+		m.SetGeneration(1)
+	}
+	prepareForCreate(obj)
+	defaults.Apply(obj)
+	if errs := validation.ValidateCreate(obj); len(errs) > 0 {
+		return nil, invalid(r, m.GetName(), errs)
+	}
+	obj = s.fields.update(r, "", nil, obj, o.manager)
+	setServedTypeMeta(r, obj)
+	if o.dryRun {
+		return obj, nil
+	}
+	stored := toStorage(r, obj)
+	data, err := s.encodeForStorage(r, stored)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rev, err := s.cfg.Store.Create(ctx, r.Key(m.GetNamespace(), m.GetName()), data)
+	if err != nil {
+		return nil, s.storageError(r, m.GetName(), err)
+	}
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	setServedTypeMeta(r, obj)
+	return obj, nil
+}
+
+// prepareForCreate resets what a client may not set on create, as upstream strategies do.
+func prepareForCreate(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(o)}
+	case *corev1.Node, *corev1.Namespace:
+		// Nodes register with their status; namespaces get phase Active from defaulting.
+	default:
+		registry.ClearStatus(obj)
+	}
+}
+
+// admitNamespace is the NamespaceLifecycle admission step: the namespace must exist and,
+// except for events, must not be terminating.
+func (s *Server) admitNamespace(ctx context.Context, r *registry.Resource, ns string) error {
+	if !r.Namespaced {
+		return nil
+	}
+	nsRes, _ := s.table.Lookup(schemaCoreV1, "namespaces")
+	obj, _, ok, err := s.cacheFor(nsRes).Get(ctx, nsRes.Key("", ns))
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if !ok {
+		// The cache may lag a namespace created a moment ago: ask storage.
+		got, _, err := s.getFromStorage(ctx, nsRes, "", ns)
+		if err != nil {
+			return err
+		}
+		obj = got
+	}
+	n := obj.(*corev1.Namespace)
+	if r.Kind != "Event" && (n.Status.Phase == corev1.NamespaceTerminating || n.DeletionTimestamp != nil) {
+		return apierrors.NewForbidden(r.GroupResource(), "", fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// mutateFunc turns the current served object (a private copy; nil when absent and
+// creation is allowed) into the desired one.
+type mutateFunc func(cur runtime.Object) (runtime.Object, error)
+
+// updateOptions tune an update.
+type updateOptions struct {
+	writeOptions
+	subresource string
+	// createIfMissing creates the object from mutate(nil) when it does not exist.
+	createIfMissing bool
+	// force skips the no-op check (used when only metadata such as deletion changes).
+	preconditions *metav1.Preconditions
+}
+
+// update is the guaranteed-update loop shared by PUT, PATCH and the subresources: read,
+// mutate, check, write with compare-and-swap, retry on a conflict the client did not ask for.
+func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name string, mutate mutateFunc, o updateOptions) (runtime.Object, bool, error) {
+	key := r.Key(ns, name)
+	decode := s.storageDecoder(r)
+	var kv storage.KeyValue
+	var err error
+	kv, err = s.cfg.Store.Get(ctx, key)
+	for attempt := 0; ; attempt++ {
+		if errors.Is(err, storage.ErrNotFound) {
+			if !o.createIfMissing {
+				return nil, false, apierrors.NewNotFound(r.GroupResource(), name)
+			}
+			obj, err := mutate(nil)
+			if err != nil {
+				return nil, false, err
+			}
+			if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() != "" {
+				return nil, false, apierrors.NewNotFound(r.GroupResource(), name)
+			}
+			out, err := s.create(ctx, r, ns, obj, o.writeOptions)
+			if apierrors.IsAlreadyExists(err) && attempt < 10 {
+				kv, err = s.cfg.Store.Get(ctx, key)
+				continue
+			}
+			return out, true, err
+		}
+		if err != nil {
+			return nil, false, s.storageError(r, name, err)
+		}
+		curStored, derr := decode(kv.Key, kv.Value, kv.ModRevision)
+		if derr != nil {
+			return nil, false, apierrors.NewInternalError(derr)
+		}
+		cur := served(r, curStored)
+		curMeta, _ := meta.Accessor(cur)
+		if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
+			return nil, false, err
+		}
+		newObj, err := mutate(cur.DeepCopyObject())
+		if err != nil {
+			return nil, false, err
+		}
+		newMeta, err := meta.Accessor(newObj)
+		if err != nil {
+			return nil, false, apierrors.NewBadRequest(err.Error())
+		}
+		userRV := newMeta.GetResourceVersion()
+		if userRV != "" && userRV != curMeta.GetResourceVersion() {
+			return nil, false, apierrors.NewConflict(r.GroupResource(), name, errors.New(conflictMessage))
+		}
+		newObj = s.applySubresourceRules(r, o.subresource, cur, newObj)
+		newMeta, _ = meta.Accessor(newObj)
+		keepImmutableMeta(newMeta, curMeta)
+		defaults.Apply(newObj)
+		if o.subresource == "" && r.HasSpec() && registry.SpecChanged(newObj, cur) {
+			newMeta.SetGeneration(curMeta.GetGeneration() + 1)
+		}
+		var errs field.ErrorList
+		switch o.subresource {
+		case "binding":
+			// The binding handler changed only what a binding may change.
+		case "status":
+			errs = validation.ValidateStatusUpdate(newObj, cur)
+		default:
+			errs = validation.ValidateUpdate(newObj, cur)
+		}
+		if len(errs) > 0 {
+			return nil, false, invalid(r, name, errs)
+		}
+		newMeta.SetResourceVersion(curMeta.GetResourceVersion())
+		setServedTypeMeta(r, newObj)
+		if unchanged(newObj, cur) {
+			return cur, false, nil
+		}
+		newObj = s.fields.update(r, o.subresource, cur, newObj, o.manager)
+		newMeta, _ = meta.Accessor(newObj)
+		setServedTypeMeta(r, newObj)
+		if o.dryRun {
+			return newObj, false, nil
+		}
+		if shouldDeleteOnUpdate(newObj, newMeta) {
+			_, rev, derr := s.cfg.Store.Delete(ctx, key, kv.ModRevision)
+			if derr == nil {
+				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
+				return newObj, false, nil
+			}
+			err = derr
+		} else {
+			data, eerr := s.encodeForStorage(r, toStorage(r, newObj))
+			if eerr != nil {
+				return nil, false, apierrors.NewInternalError(eerr)
+			}
+			rev, uerr := s.cfg.Store.Update(ctx, key, data, kv.ModRevision)
+			if uerr == nil {
+				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
+				setServedTypeMeta(r, newObj)
+				return newObj, false, nil
+			}
+			err = uerr
+		}
+		var ce *storage.ConflictError
+		switch {
+		case errors.As(err, &ce) && userRV == "" && attempt < 100:
+			kv, err = ce.Current, nil
+		case errors.Is(err, storage.ErrConflict) && userRV == "" && attempt < 100:
+			kv, err = s.cfg.Store.Get(ctx, key)
+		case errors.Is(err, storage.ErrNotFound):
+			// deleted meanwhile: loop reports 404 or creates
+		default:
+			return nil, false, s.storageError(r, name, err)
+		}
+	}
+}
+
+// applySubresourceRules keeps what a verb may not change: the status through the main
+// resource, everything but the status through /status, everything but finalizers through /finalize.
+func (s *Server) applySubresourceRules(r *registry.Resource, sub string, cur, newObj runtime.Object) runtime.Object {
+	switch sub {
+	case "status":
+		out := cur.DeepCopyObject()
+		registry.CopyStatus(out, newObj)
+		if nm, err := meta.Accessor(newObj); err == nil {
+			om, _ := meta.Accessor(out)
+			om.SetResourceVersion(nm.GetResourceVersion())
+		}
+		return out
+	case "finalize":
+		out := cur.DeepCopyObject().(*corev1.Namespace)
+		if n, ok := newObj.(*corev1.Namespace); ok {
+			out.Spec.Finalizers = n.Spec.Finalizers
+			out.ResourceVersion = n.ResourceVersion
+		}
+		return out
+	case "":
+		if r.HasSubresource("status") {
+			registry.CopyStatus(newObj, cur)
+		}
+	}
+	return newObj
+}
+
+// keepImmutableMeta restores the metadata a client can never change.
+func keepImmutableMeta(m, cur metav1.Object) {
+	m.SetName(cur.GetName())
+	m.SetNamespace(cur.GetNamespace())
+	m.SetUID(cur.GetUID())
+	m.SetCreationTimestamp(cur.GetCreationTimestamp())
+	m.SetDeletionTimestamp(cur.GetDeletionTimestamp())
+	m.SetDeletionGracePeriodSeconds(cur.GetDeletionGracePeriodSeconds())
+	m.SetGeneration(cur.GetGeneration())
+	m.SetSelfLink("")
+}
+
+// unchanged reports whether an update changes nothing but bookkeeping.
+func unchanged(newObj, cur runtime.Object) bool {
+	nm, _ := meta.Accessor(newObj)
+	cm, _ := meta.Accessor(cur)
+	saved := nm.GetManagedFields()
+	nm.SetManagedFields(cm.GetManagedFields())
+	eq := apiequality.Semantic.DeepEqual(newObj, cur)
+	nm.SetManagedFields(saved)
+	return eq
+}
+
+// shouldDeleteOnUpdate reports whether an object marked for deletion has nothing left to wait for.
+func shouldDeleteOnUpdate(obj runtime.Object, m metav1.Object) bool {
+	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return false
+	}
+	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return false
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return false
+	}
+	return true
+}
+
+func checkPreconditions(r *registry.Resource, name string, m metav1.Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != m.GetUID() {
+		return apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
+}
+
+func (s *Server) handleUpdate(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	data, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	o := parseWriteOptions(req)
+	target := ri.res.New()
+	gvk := ri.res.GroupVersionKind()
+	if ri.subresource == "scale" {
+		s.updateScale(w, req, ri, data, "", o)
+		return
+	}
+	warnings, err := s.decodeInto(data, bodyMediaType(req), gvk, target, o.validation)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	m, _ := meta.Accessor(target)
+	if m.GetName() != ri.name {
+		s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), ri.name)))
+		return
+	}
+	if ri.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != ri.namespace {
+		s.writeError(w, req, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		return
+	}
+	out, created, err := s.update(req.Context(), ri.res, ri.namespace, ri.name, func(runtime.Object) (runtime.Object, error) {
+		return target.DeepCopyObject(), nil
+	}, updateOptions{writeOptions: o, subresource: ri.subresource, createIfMissing: ri.res.AllowCreateOnUpdate && ri.subresource == ""})
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	warn(w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	s.respondObject(w, req, ri.res, code, out)
+}
+
+// deleteOptions reads DeleteOptions from the body or the query.
+func (s *Server) deleteOptions(req *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	data, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		gvk := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		if _, err := s.decodeInto(data, bodyMediaType(req), gvk, opts, "Ignore"); err != nil {
+			return nil, err
+		}
+	}
+	q := req.URL.Query()
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		g, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+		}
+		opts.GracePeriodSeconds = &g
+	}
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if v := q.Get("orphanDependents"); v != "" {
+		b := v == "true"
+		opts.OrphanDependents = &b
+	}
+	if q.Get("dryRun") == "All" {
+		opts.DryRun = []string{"All"}
+	}
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
+		default:
+			return nil, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", field.ErrorList{
+				field.NotSupported(field.NewPath("propagationPolicy"), *opts.PropagationPolicy, []string{"Foreground", "Background", "Orphan", "nil"})})
+		}
+	}
+	return opts, nil
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	if ri.subresource != "" {
+		s.writeError(w, req, apierrors.NewMethodNotSupported(ri.res.GroupResource(), "delete"))
+		return
+	}
+	opts, err := s.deleteOptions(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out, done, err := s.delete(req.Context(), ri.res, ri.namespace, ri.name, opts)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	code := http.StatusOK
+	if !done {
+		code = http.StatusAccepted
+	}
+	s.respondObject(w, req, ri.res, code, out)
+}
+
+// delete removes an object or, when something must happen first (finalizers, a
+// graceful pod shutdown, a foreground or orphan cascade), marks it for deletion. done
+// reports that the object is gone.
+func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	key := r.Key(ns, name)
+	dryRun := len(opts.DryRun) > 0
+	for attempt := 0; attempt < 100; attempt++ {
+		cur, rev, err := s.getFromStorage(ctx, r, ns, name)
+		if err != nil {
+			return nil, false, err
+		}
+		out := served(r, cur)
+		m, _ := meta.Accessor(out)
+		if err := checkPreconditions(r, name, m, opts.Preconditions); err != nil {
+			return nil, false, err
+		}
+		grace := int64(0)
+		if pod, ok := out.(*corev1.Pod); ok {
+			grace = podGracePeriod(pod, opts)
+		}
+		finalizers := m.GetFinalizers()
+		policy := propagation(opts)
+		if m.GetDeletionTimestamp() == nil {
+			switch policy {
+			case metav1.DeletePropagationForeground:
+				finalizers = addString(finalizers, metav1.FinalizerDeleteDependents)
+			case metav1.DeletePropagationOrphan:
+				finalizers = addString(finalizers, metav1.FinalizerOrphanDependents)
+			}
+		}
+		nsPending := false
+		if n, ok := out.(*corev1.Namespace); ok && len(n.Spec.Finalizers) > 0 {
+			nsPending = true
+			n.Status.Phase = corev1.NamespaceTerminating
+		}
+		if len(finalizers) == 0 && grace == 0 && !nsPending {
+			if dryRun {
+				return out, true, nil
+			}
+			_, drev, err := s.cfg.Store.Delete(ctx, key, rev)
+			if errors.Is(err, storage.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return nil, false, s.storageError(r, name, err)
+			}
+			m.SetResourceVersion(strconv.FormatInt(drev, 10))
+			return out, true, nil
+		}
+		// Mark for deletion (or shorten a pending graceful deletion).
+		now := metav1.NewTime(s.cfg.Now().Truncate(time.Second))
+		if dt := m.GetDeletionTimestamp(); dt != nil {
+			old := m.GetDeletionGracePeriodSeconds()
+			if _, isPod := out.(*corev1.Pod); !isPod || old == nil || grace >= *old {
+				return out, false, nil
+			}
+		}
+		dt := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+		m.SetDeletionTimestamp(&dt)
+		m.SetDeletionGracePeriodSeconds(&grace)
+		m.SetFinalizers(finalizers)
+		if dryRun {
+			return out, false, nil
+		}
+		data, err := s.encodeForStorage(r, toStorage(r, out))
+		if err != nil {
+			return nil, false, apierrors.NewInternalError(err)
+		}
+		nrev, err := s.cfg.Store.Update(ctx, key, data, rev)
+		if errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, false, s.storageError(r, name, err)
+		}
+		m.SetResourceVersion(strconv.FormatInt(nrev, 10))
+		setServedTypeMeta(r, out)
+		return out, false, nil
+	}
+	return nil, false, apierrors.NewConflict(r.GroupResource(), name, errors.New("too many concurrent changes, try again"))
+}
+
+func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
+	if opts.PropagationPolicy != nil {
+		return *opts.PropagationPolicy
+	}
+	if opts.OrphanDependents != nil && *opts.OrphanDependents {
+		return metav1.DeletePropagationOrphan
+	}
+	return metav1.DeletePropagationBackground
+}
+
+// podGracePeriod follows upstream CheckGracefulDelete: unscheduled or finished pods go at once.
+func podGracePeriod(pod *corev1.Pod, opts *metav1.DeleteOptions) int64 {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	g := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		g = *opts.GracePeriodSeconds
+	}
+	if g < 0 {
+		g = 1
+	}
+	return g
+}
+
+func addString(list []string, s string) []string {
+	for _, v := range list {
+		if v == s {
+			return list
+		}
+	}
+	return append(append([]string{}, list...), s)
+}
+
+func (s *Server) handleDeleteCollection(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	ctx := req.Context()
+	opts, err := s.deleteOptions(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ls, fs, err := selectors(ri.res, req.URL.Query())
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	items, rev, _, _, err := s.listFromStorage(ctx, ri.res, ri.res.Prefix(ri.namespace), 0, "", 0, filterFor(ri.res, ls, fs))
+	if err != nil {
+		s.writeError(w, req, s.storageError(ri.res, "", err))
+		return
+	}
+	var deleted []runtime.Object
+	for _, it := range items {
+		m, _ := meta.Accessor(it)
+		out, _, err := s.delete(ctx, ri.res, m.GetNamespace(), m.GetName(), opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		deleted = append(deleted, out)
+	}
+	s.respondList(w, req, ri.res, deleted, rev, "", 0)
+}
+
+var schemaCoreV1 = corev1.SchemeGroupVersion

@@ -1,0 +1,254 @@
+// Package cluster is the composition root: it starts etcd (embedded or external),
+// creates the certificates, runs the API server over HTTPS and writes the admin
+// kubeconfig. `kubette up` and `kubette apiserver` are thin wrappers around it.
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubette/kubette/internal/apiserver"
+	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/pki"
+	"github.com/kubette/kubette/internal/storage"
+	"github.com/kubette/kubette/internal/storage/etcd"
+)
+
+// Version is the Kubernetes version kubette reports.
+var Version = version.Info{Major: "1", Minor: "32", GitVersion: "v1.32.0-kubette", Platform: "linux/amd64", GoVersion: "go"}
+
+// Config configures a control plane.
+type Config struct {
+	// DataDir holds etcd's data (unless EtcdServers is set), the certificates and the kubeconfig.
+	DataDir string
+	// BindAddress and Port are where the API server listens (default 0.0.0.0:6443).
+	BindAddress string
+	Port        int
+	// EtcdServers, when set, names an external etcd cluster instead of the embedded one.
+	EtcdServers []string
+	// TokenAuthFile is an optional static token file (token,user,uid,"groups").
+	TokenAuthFile string
+	// Logger receives logs (default slog.Default()).
+	Logger *slog.Logger
+	// UnsafeNoFsync turns off etcd's fsync (benchmarks and tests only).
+	UnsafeNoFsync bool
+}
+
+// ControlPlane is a running API server and its storage.
+type ControlPlane struct {
+	// Kubeconfig is the path of the admin kubeconfig.
+	Kubeconfig string
+	// URL is the API server's address.
+	URL string
+	// ReadyAfter is how long start-up took until the API answered.
+	ReadyAfter time.Duration
+
+	done chan error
+}
+
+// Wait blocks until the control plane stopped and returns why.
+func (c *ControlPlane) Wait() error { return <-c.done }
+
+// Start brings up storage and the API server, and returns once the API is ready. Everything
+// stops when ctx is done; Wait reports the end.
+func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
+	start := time.Now()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 6443
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "0.0.0.0"
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	pkiDir := filepath.Join(cfg.DataDir, "pki")
+
+	// Certificates and etcd start in parallel: both take a noticeable part of start-up.
+	type storeResult struct {
+		store storage.Store
+		stop  func()
+		err   error
+	}
+	storeCh := make(chan storeResult, 1)
+	go func() {
+		st, stop, err := openStorage(ctx, cfg)
+		storeCh <- storeResult{st, stop, err}
+	}()
+
+	ca, err := pki.LoadOrCreateCA(pkiDir, "kubette-ca")
+	if err != nil {
+		<-storeCh
+		return nil, err
+	}
+	serving, err := servingCert(ca, pkiDir)
+	if err != nil {
+		<-storeCh
+		return nil, err
+	}
+	adminCert, adminKey, err := ca.LoadOrIssue(pkiDir, "admin", pki.CertSpec{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true})
+	if err != nil {
+		<-storeCh
+		return nil, err
+	}
+	sr := <-storeCh
+	if sr.err != nil {
+		return nil, sr.err
+	}
+
+	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version})
+	if err != nil {
+		sr.stop()
+		return nil, err
+	}
+	auth := filters.Union{filters.X509Authenticator{}}
+	if cfg.TokenAuthFile != "" {
+		tokens, err := filters.LoadTokenFile(cfg.TokenAuthFile)
+		if err != nil {
+			sr.stop()
+			return nil, err
+		}
+		auth = append(auth, tokens)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		sr.stop()
+		return nil, fmt.Errorf("listen on port %d: %w", cfg.Port, err)
+	}
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(auth, nil),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{serving},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    ca.Pool(),
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+	}
+	done := make(chan error, 1)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.ServeTLS(ln, "", "") }()
+
+	readyCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := srv.WaitReady(readyCtx); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	if err := srv.EnsureNamespaces(readyCtx, "default", "kube-system", "kube-public", "kube-node-lease"); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	host := cfg.BindAddress
+	if host == "0.0.0.0" || host == "::" || host == "" {
+		host = "127.0.0.1"
+	}
+	url := "https://" + net.JoinHostPort(host, strconv.Itoa(cfg.Port))
+	kubeconfig := filepath.Join(cfg.DataDir, "admin.kubeconfig")
+	if err := WriteKubeconfig(kubeconfig, url, ca.CertPEM, adminCert, adminKey, "kubernetes-admin"); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	cp := &ControlPlane{Kubeconfig: kubeconfig, URL: url, ReadyAfter: time.Since(start), done: done}
+
+	go func() {
+		var err error
+		select {
+		case <-ctx.Done():
+		case err = <-serveErr:
+		}
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// Watches never end by themselves: give requests a moment, then close.
+		if serr := httpSrv.Shutdown(shutdownCtx); serr != nil {
+			_ = httpSrv.Close()
+		}
+		sr.stop()
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	return cp, nil
+}
+
+func openStorage(ctx context.Context, cfg Config) (storage.Store, func(), error) {
+	if len(cfg.EtcdServers) > 0 {
+		st, err := etcd.Dial(ctx, cfg.EtcdServers, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to etcd %v: %w", cfg.EtcdServers, err)
+		}
+		return st, func() { _ = st.Close() }, nil
+	}
+	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: cfg.UnsafeNoFsync})
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := e.Store()
+	if err != nil {
+		e.Close()
+		return nil, nil, err
+	}
+	return st, func() { _ = st.Close(); e.Close() }, nil
+}
+
+func servingCert(ca *pki.CA, dir string) (tls.Certificate, error) {
+	spec := pki.CertSpec{
+		CommonName: "kube-apiserver", Server: true,
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.96.0.1")},
+	}
+	if h, err := os.Hostname(); err == nil {
+		spec.DNSNames = append(spec.DNSNames, h)
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				spec.IPs = append(spec.IPs, ipn.IP)
+			}
+		}
+	}
+	certPEM, keyPEM, err := ca.LoadOrIssue(dir, "apiserver", spec)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load serving certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// WriteKubeconfig writes a kubeconfig with embedded credentials for one user.
+func WriteKubeconfig(path, server string, caPEM, certPEM, keyPEM []byte, user string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubette"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["kubette"] = &clientcmdapi.Context{Cluster: "kubette", AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = "kubette"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}

@@ -1,0 +1,209 @@
+// Package registry describes every resource the API server serves: its group,
+// version and kind, names, scope, storage key, subresources and the per-kind
+// behaviour (status handling, generation, selectable fields) that the generic
+// REST handlers apply.
+package registry
+
+import (
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resource is one served resource such as apps/v1 deployments.
+type Resource struct {
+	// GroupVersion is the API group and version the resource is served at.
+	GroupVersion schema.GroupVersion
+	// Kind and ListKind name the Go types, e.g. Deployment and DeploymentList.
+	Kind, ListKind string
+	// Plural is the URL segment (deployments); Singular is its singular name (deployment).
+	Plural, Singular string
+	// Namespaced reports whether objects live in a namespace.
+	Namespaced bool
+	// ShortNames and Categories are advertised in discovery (deploy; all).
+	ShortNames, Categories []string
+	// StoragePrefix is the etcd key prefix without a trailing slash, e.g. /registry/deployments.
+	StoragePrefix string
+	// StorageVersion is the group-version objects are stored as; it differs from
+	// GroupVersion when two API versions share one storage (events.k8s.io/v1 events).
+	StorageVersion schema.GroupVersion
+	// StorageKind is the kind stored; empty means Kind.
+	StorageKind string
+	// Subresources lists the served subresources: status, scale, binding, log, finalize, eviction.
+	Subresources []string
+	// AllowCreateOnUpdate lets PUT create a missing object (as upstream for endpoints, leases, ...).
+	AllowCreateOnUpdate bool
+	// New returns an empty object; NewList an empty list.
+	New, NewList func() runtime.Object
+	// Fields returns the selectable fields of an object beyond metadata.name and metadata.namespace.
+	Fields func(obj runtime.Object) fields.Set
+}
+
+// GroupResource returns the resource's group and plural name.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Plural}
+}
+
+// GroupVersionKind returns the kind served at the resource's group-version.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return r.GroupVersion.WithKind(r.Kind)
+}
+
+// StorageGVK returns the kind objects are stored as.
+func (r *Resource) StorageGVK() schema.GroupVersionKind {
+	k := r.StorageKind
+	if k == "" {
+		k = r.Kind
+	}
+	return r.StorageVersion.WithKind(k)
+}
+
+// HasSubresource reports whether sub is served.
+func (r *Resource) HasSubresource(sub string) bool {
+	for _, s := range r.Subresources {
+		if s == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// Key returns the storage key of an object (namespace is ignored for cluster-scoped resources).
+func (r *Resource) Key(namespace, name string) string {
+	if r.Namespaced {
+		return r.StoragePrefix + "/" + namespace + "/" + name
+	}
+	return r.StoragePrefix + "/" + name
+}
+
+// Prefix returns the key prefix, ending in "/", for a list in namespace ("" for all).
+func (r *Resource) Prefix(namespace string) string {
+	if r.Namespaced && namespace != "" {
+		return r.StoragePrefix + "/" + namespace + "/"
+	}
+	return r.StoragePrefix + "/"
+}
+
+// SelectableFields returns every field a field selector may use on obj.
+func (r *Resource) SelectableFields(obj runtime.Object) fields.Set {
+	set := fields.Set{}
+	if m, err := meta.Accessor(obj); err == nil {
+		set["metadata.name"] = m.GetName()
+		if r.Namespaced {
+			set["metadata.namespace"] = m.GetNamespace()
+		}
+	}
+	if r.Fields != nil {
+		for k, v := range r.Fields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+// SupportsField reports whether a field selector on field is allowed for this resource.
+func (r *Resource) SupportsField(field string) bool {
+	if field == "metadata.name" || field == "metadata.namespace" {
+		return true
+	}
+	if r.Fields == nil {
+		return false
+	}
+	_, ok := r.Fields(r.New())[field]
+	return ok
+}
+
+// HasSpec reports whether the kind has a spec field (its generation tracks spec changes).
+func (r *Resource) HasSpec() bool { return hasField(r.New(), "Spec") }
+
+// HasStatus reports whether the kind has a status field.
+func (r *Resource) HasStatus() bool { return hasField(r.New(), "Status") }
+
+// SpecChanged reports whether the spec of obj differs from that of old.
+func SpecChanged(obj, old runtime.Object) bool {
+	a, b := field(obj, "Spec"), field(old, "Spec")
+	if !a.IsValid() || !b.IsValid() {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(a.Interface(), b.Interface())
+}
+
+// CopyStatus sets the status of dst to that of src (same kind).
+func CopyStatus(dst, src runtime.Object) {
+	d, s := field(dst, "Status"), field(src, "Status")
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}
+
+// ClearStatus resets the status of obj to its zero value.
+func ClearStatus(obj runtime.Object) {
+	f := field(obj, "Status")
+	if f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+func hasField(obj runtime.Object, name string) bool { return field(obj, name).IsValid() }
+
+func field(obj runtime.Object, name string) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return reflect.Value{}
+	}
+	v = v.Elem()
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return v.FieldByName(name)
+}
+
+// Table is the set of served resources with look-ups by URL segment and kind.
+type Table struct {
+	all    []*Resource
+	byPath map[string]*Resource // "group/version/plural"
+	byGVK  map[schema.GroupVersionKind]*Resource
+}
+
+// NewTable indexes resources.
+func NewTable(resources []*Resource) *Table {
+	t := &Table{all: resources, byPath: map[string]*Resource{}, byGVK: map[schema.GroupVersionKind]*Resource{}}
+	for _, r := range resources {
+		t.byPath[r.GroupVersion.String()+"/"+r.Plural] = r
+		t.byGVK[r.GroupVersionKind()] = r
+	}
+	return t
+}
+
+// All returns the resources in their declared order.
+func (t *Table) All() []*Resource { return t.all }
+
+// Lookup finds the resource served at group/version/plural.
+func (t *Table) Lookup(gv schema.GroupVersion, plural string) (*Resource, bool) {
+	r, ok := t.byPath[gv.String()+"/"+strings.ToLower(plural)]
+	return r, ok
+}
+
+// ForKind finds the resource for a kind.
+func (t *Table) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
+	r, ok := t.byGVK[gvk]
+	return r, ok
+}
+
+// GroupVersions returns the served group-versions in declared order, core first.
+func (t *Table) GroupVersions() []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range t.all {
+		if !seen[r.GroupVersion] {
+			seen[r.GroupVersion] = true
+			out = append(out, r.GroupVersion)
+		}
+	}
+	return out
+}

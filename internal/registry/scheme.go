@@ -1,0 +1,37 @@
+package registry
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// NewScheme returns a scheme holding every API type the server serves, plus the
+// meta.k8s.io types (Status, Table, WatchEvent, options). Each server builds its own.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	adders := []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, autoscalingv1.AddToScheme,
+		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme,
+		networkingv1.AddToScheme, policyv1.AddToScheme,
+	}
+	for _, add := range adders {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"})
+	s.AddKnownTypes(schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"},
+		&metav1.Table{}, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})
+	return s, nil
+}

@@ -52,7 +52,7 @@ func (s *Server) decodeInto(data []byte, mediaType string, gvk schema.GroupVersi
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to decode protobuf body: %v", err))
 		}
-		if actual != nil && *actual != gvk {
+		if actual != nil && *actual != gvk && !(gvk.Kind == "DeleteOptions" && actual.Kind == gvk.Kind) {
 			return nil, kindMismatch(gvk, *actual)
 		}
 		if obj != into {
@@ -84,6 +84,10 @@ func (s *Server) decodeInto(data []byte, mediaType string, gvk schema.GroupVersi
 		if validation == "Strict" {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %s", strings.Join(warnings, ", ")))
 		}
+	}
+	// DeleteOptions are registered in every group-version; accept any of them.
+	if gvk.Kind == "DeleteOptions" && actual != nil && (actual.Kind == "" || actual.Kind == gvk.Kind) {
+		return warnings, nil
 	}
 	if actual != nil && (actual.Kind != "" && actual.Kind != gvk.Kind || actual.GroupVersion() != gvk.GroupVersion() && actual.Version != "") {
 		return nil, kindMismatch(gvk, *actual)

@@ -3,8 +3,8 @@ package apiserver
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"

@@ -351,6 +351,9 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	if t, err := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64); err == nil && t > 0 {
 		timeout = time.Duration(t) * time.Second
 	}
+	if m := s.cfg.MaxWatchTimeout; m > 0 && timeout > m {
+		timeout = m
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), timeout)
 	defer cancel()
 

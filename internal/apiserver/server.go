@@ -39,6 +39,9 @@ type Config struct {
 	WatchCacheCapacity int
 	// BookmarkInterval is how often watchers that asked for bookmarks get one (default 1m).
 	BookmarkInterval time.Duration
+	// MaxWatchTimeout caps how long one watch request lasts (default 30 to 60 minutes,
+	// chosen at random per watch, as upstream's min-request-timeout). Clients resume.
+	MaxWatchTimeout time.Duration
 }
 
 // Server is the API server's request handling. Create it with New and serve Handler().

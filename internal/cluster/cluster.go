@@ -45,6 +45,8 @@ type Config struct {
 	Logger *slog.Logger
 	// UnsafeNoFsync turns off etcd's fsync (benchmarks and tests only).
 	UnsafeNoFsync bool
+	// MaxWatchTimeout caps the length of one watch request (tests use a short one).
+	MaxWatchTimeout time.Duration
 }
 
 // ControlPlane is a running API server and its storage.
@@ -112,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		return nil, sr.err
 	}
 
-	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version})
+	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout})
 	if err != nil {
 		sr.stop()
 		return nil, err

@@ -61,16 +61,16 @@ type Filter func(key string, obj runtime.Object) bool
 type Cache struct {
 	cfg Config
 
-	mu        sync.RWMutex
-	ready     bool
-	readyCh   chan struct{}
-	items     map[string]runtime.Object
-	rev       int64   // every change up to rev is applied
-	oldest    int64   // watches may resume from any revision >= oldest
-	window    []Event // ring buffer
-	start, n  int
-	watchers  map[int]*Watcher
-	nextID    int
+	mu       sync.RWMutex
+	ready    bool
+	readyCh  chan struct{}
+	items    map[string]runtime.Object
+	rev      int64   // every change up to rev is applied
+	oldest   int64   // watches may resume from any revision >= oldest
+	window   []Event // ring buffer
+	start, n int
+	watchers map[int]*Watcher
+	nextID   int
 }
 
 // New returns a cache; call Run to fill it.
@@ -250,7 +250,7 @@ func (c *Cache) progress(rev int64) {
 	defer c.mu.Unlock()
 	if rev > c.rev {
 		c.rev = rev
-		}
+	}
 }
 
 func (c *Cache) bookmark() {

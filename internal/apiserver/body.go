@@ -76,13 +76,13 @@ func (s *Server) decodeInto(data []byte, mediaType string, gvk schema.GroupVersi
 	if err != nil {
 		strict, ok := runtime.AsStrictDecodingError(err)
 		if !ok {
-			return nil, apierrors.NewBadRequest(strings.TrimPrefix(err.Error(), "json: "))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", gvk.Kind, gvk.Version, gvk.Kind, strings.TrimPrefix(err.Error(), "json: ")))
 		}
 		for _, e := range strict.Errors() {
 			warnings = append(warnings, e.Error())
 		}
 		if validation == "Strict" {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %s", strings.Join(warnings, ", ")))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", gvk.Kind, gvk.Version, gvk.Kind, strings.Join(warnings, ", ")))
 		}
 	}
 	// DeleteOptions are registered in every group-version; accept any of them.

@@ -340,8 +340,35 @@ func (s *Server) applySubresourceRules(r *registry.Resource, sub string, cur, ne
 		if r.HasSubresource("status") {
 			registry.CopyStatus(newObj, cur)
 		}
+		if svc, ok := newObj.(*corev1.Service); ok {
+			keepServiceAllocations(svc, cur.(*corev1.Service))
+		}
 	}
 	return newObj
+}
+
+// keepServiceAllocations carries the allocated cluster IPs and node ports over an update
+// that leaves them out, as upstream does (a PUT built without reading them first).
+func keepServiceAllocations(svc, cur *corev1.Service) {
+	if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = cur.Spec.ClusterIP, cur.Spec.ClusterIPs
+	}
+	if len(svc.Spec.IPFamilies) == 0 {
+		svc.Spec.IPFamilies = cur.Spec.IPFamilies
+	}
+	if svc.Spec.HealthCheckNodePort == 0 {
+		svc.Spec.HealthCheckNodePort = cur.Spec.HealthCheckNodePort
+	}
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].NodePort != 0 {
+			continue
+		}
+		for _, old := range cur.Spec.Ports {
+			if old.Port == svc.Spec.Ports[i].Port && old.Protocol == svc.Spec.Ports[i].Protocol {
+				svc.Spec.Ports[i].NodePort = old.NodePort
+			}
+		}
+	}
 }
 
 // keepImmutableMeta restores the metadata a client can never change.

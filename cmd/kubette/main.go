@@ -13,8 +13,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/cluster"
+	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controllermanager"
 )
 
 func main() {
@@ -33,7 +36,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newAPIServer(), newVersion())
+	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newVersion())
 	return root
 }
 
@@ -51,6 +54,7 @@ func defaultDataDir() string {
 type controlPlaneFlags struct {
 	dataDir, bind, etcdServers, tokenFile, logLevel string
 	port                                            int
+	controllers                                     bool
 }
 
 func (f *controlPlaneFlags) register(cmd *cobra.Command) {
@@ -68,7 +72,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		return cluster.Config{}, fmt.Errorf("--log-level: %w", err)
 	}
 	cfg := cluster.Config{
-		DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
+		DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile, ControllerManager: f.controllers,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if f.etcdServers != "" {
@@ -98,9 +102,10 @@ func newUp() *cobra.Command {
 	f := &controlPlaneFlags{}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run a whole cluster on this machine (embedded etcd and the API server)",
+		Short: "Run a whole cluster on this machine (embedded etcd, the API server and the controller manager)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.controllers = true
 			return runControlPlane(cmd.Context(), f, "cluster")
 		},
 	}
@@ -119,6 +124,36 @@ func newAPIServer() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	return cmd
+}
+
+func newControllerManager() *cobra.Command {
+	var kubeconfig, controllers, identity string
+	var leaderElect bool
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the controllers (Deployment, ReplicaSet, garbage collector, namespace, ...) against an API server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("load kubeconfig: %w", err)
+			}
+			o := controller.ManagerOptions{Config: cfg, LeaderElect: leaderElect, Identity: identity, Workers: workers,
+				Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+			if controllers != "" {
+				o.Enabled = strings.Split(controllers, ",")
+			}
+			return controllermanager.Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the controller manager (e.g. DATA_DIR/controller-manager.kubeconfig)")
+	cmd.Flags().BoolVar(&leaderElect, "leader-elect", true, "run only while holding the kube-system/kube-controller-manager Lease")
+	cmd.Flags().StringVar(&identity, "identity", "", "leader election identity (default: hostname and a random suffix)")
+	cmd.Flags().StringVar(&controllers, "controllers", "", "comma-separated controllers to run (default: all)")
+	cmd.Flags().IntVar(&workers, "workers", 5, "workers per controller")
+	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
 

@@ -14,14 +14,18 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/storage"
 	"github.com/kubette/kubette/internal/storage/etcd"
@@ -47,6 +51,9 @@ type Config struct {
 	UnsafeNoFsync bool
 	// MaxWatchTimeout caps the length of one watch request (tests use a short one).
 	MaxWatchTimeout time.Duration
+	// ControllerManager also runs the controller manager in this process (as `up` does),
+	// talking to the API server over HTTPS with its own client certificate.
+	ControllerManager bool
 }
 
 // ControlPlane is a running API server and its storage.
@@ -174,12 +181,30 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	cp := &ControlPlane{Kubeconfig: kubeconfig, URL: url, ReadyAfter: time.Since(start), done: done}
 
+	var components sync.WaitGroup
+	if cfg.ControllerManager {
+		restCfg, err := componentConfig(ca, pkiDir, cfg.DataDir, url, "controller-manager", "system:kube-controller-manager")
+		if err != nil {
+			_ = httpSrv.Close()
+			sr.stop()
+			return nil, err
+		}
+		components.Add(1)
+		go func() {
+			defer components.Done()
+			if err := controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: cfg.Logger.With("component", "controller-manager")}); err != nil && ctx.Err() == nil {
+				cfg.Logger.Error("controller manager stopped", "err", err)
+			}
+		}()
+	}
+
 	go func() {
 		var err error
 		select {
 		case <-ctx.Done():
 		case err = <-serveErr:
 		}
+		components.Wait()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// Watches never end by themselves: give requests a moment, then close.
@@ -240,6 +265,21 @@ func servingCert(ca *pki.CA, dir string) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("load serving certificate: %w", err)
 	}
 	return cert, nil
+}
+
+// componentConfig issues a client certificate for a component, writes its kubeconfig
+// under the data dir (for running the component as a separate process) and returns its
+// client configuration.
+func componentConfig(ca *pki.CA, pkiDir, dataDir, url, name, user string) (*rest.Config, error) {
+	certPEM, keyPEM, err := ca.LoadOrIssue(pkiDir, name, pki.CertSpec{CommonName: user, Client: true})
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dataDir, name+".kubeconfig")
+	if err := WriteKubeconfig(path, url, ca.CertPEM, certPEM, keyPEM, user); err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM}}, nil
 }
 
 // WriteKubeconfig writes a kubeconfig with embedded credentials for one user.

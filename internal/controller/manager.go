@@ -1,0 +1,158 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// ManagerOptions configure a controller manager.
+type ManagerOptions struct {
+	// Config is the client configuration of the controller manager.
+	Config *rest.Config
+	// Controllers maps names to constructors (normally Registry()).
+	Controllers map[string]Constructor
+	// Enabled lists the controllers to run; empty means all.
+	Enabled []string
+	// Workers is the number of workers per controller (default 5).
+	Workers int
+	// LeaderElect runs the controllers only while holding the lease.
+	LeaderElect bool
+	// LeaseNamespace and LeaseName name the Lease (default kube-system/kube-controller-manager).
+	LeaseNamespace, LeaseName string
+	// Identity is this instance's holder identity (default hostname + a random suffix).
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (defaults 15 s, 10 s, 2 s as upstream).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Logger receives logs.
+	Logger *slog.Logger
+}
+
+// RunManager runs the enabled controllers until ctx is done; with LeaderElect it first
+// acquires the lease and stops everything if the lease is lost.
+func RunManager(ctx context.Context, o ManagerOptions) error {
+	if o.Workers <= 0 {
+		o.Workers = 5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = "kube-system"
+	}
+	if o.LeaseName == "" {
+		o.LeaseName = "kube-controller-manager"
+	}
+	if o.Identity == "" {
+		host, _ := os.Hostname()
+		o.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	names, err := enabled(o.Controllers, o.Enabled)
+	if err != nil {
+		return err
+	}
+	run := func(ctx context.Context) error { return runControllers(ctx, o, names) }
+	if !o.LeaderElect {
+		return run(ctx)
+	}
+	return runWithLease(ctx, o, o.LeaseName, run)
+}
+
+// runWithLease calls run while this instance holds the named Lease.
+func runWithLease(ctx context.Context, o ManagerOptions, leaseName string, run func(context.Context) error) error {
+	deps, _, err := NewDeps(o.Config, "leader-election")
+	if err != nil {
+		return err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaseNamespace, leaseName,
+		deps.Client.CoreV1(), deps.Client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: o.Identity, EventRecorder: deps.Recorder(leaseName)})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	var runErr error
+	var wg sync.WaitGroup
+	leCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: leaseName, ReleaseOnCancel: true,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				o.Logger.Info("became leader", "lease", o.LeaseNamespace+"/"+leaseName, "identity", o.Identity)
+				wg.Add(1)
+				defer wg.Done()
+				runErr = run(ctx)
+			},
+			OnStoppedLeading: func() {
+				o.Logger.Info("stopped leading", "lease", o.LeaseNamespace+"/"+leaseName, "identity", o.Identity)
+				cancel()
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	le.Run(leCtx)
+	wg.Wait()
+	if ctx.Err() == nil && runErr == nil {
+		return fmt.Errorf("lost the lease %s/%s", o.LeaseNamespace, leaseName)
+	}
+	return runErr
+}
+
+func enabled(all map[string]Constructor, want []string) ([]string, error) {
+	if len(want) == 0 {
+		for n := range all {
+			want = append(want, n)
+		}
+	}
+	for _, n := range want {
+		if _, ok := all[n]; !ok {
+			return nil, fmt.Errorf("unknown controller %q", n)
+		}
+	}
+	sort.Strings(want)
+	return want, nil
+}
+
+// runControllers builds every enabled controller on shared informers, starts them and
+// blocks until ctx is done.
+func runControllers(ctx context.Context, o ManagerOptions, names []string) error {
+	deps, starter, err := NewDeps(o.Config, "kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	var runners []Runner
+	for _, n := range names {
+		r, err := o.Controllers[n](deps)
+		if err != nil {
+			return fmt.Errorf("build controller %s: %w", n, err)
+		}
+		runners = append(runners, r)
+	}
+	starter.Start(ctx)
+	var wg sync.WaitGroup
+	for i, r := range runners {
+		wg.Add(1)
+		go func(name string, r Runner) {
+			defer wg.Done()
+			r.Run(ctx, o.Workers)
+		}(names[i], r)
+	}
+	o.Logger.Info("controllers started", "controllers", names)
+	wg.Wait()
+	return nil
+}

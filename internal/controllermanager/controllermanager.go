@@ -1,0 +1,23 @@
+// Package controllermanager is the explicit registry of kubette's controllers
+// (name → constructor) and the entry point that runs them with leader election.
+// It is the one package that imports every controller.
+package controllermanager
+
+import (
+	"context"
+
+	"github.com/kubette/kubette/internal/controller"
+)
+
+// Controllers returns the registry of every controller, built in one place.
+func Controllers() map[string]controller.Constructor {
+	return map[string]controller.Constructor{}
+}
+
+// Run runs the controller manager with the registry's controllers.
+func Run(ctx context.Context, o controller.ManagerOptions) error {
+	if o.Controllers == nil {
+		o.Controllers = Controllers()
+	}
+	return controller.RunManager(ctx, o)
+}

@@ -129,6 +129,15 @@ func served(r *registry.Resource, obj runtime.Object) runtime.Object {
 	return out
 }
 
+// servedShared returns a stored object as served without copying when no conversion is
+// needed. The result is shared with the cache and must only be read (encoded).
+func servedShared(r *registry.Resource, obj runtime.Object) runtime.Object {
+	if r.GroupVersion == r.StorageVersion && obj.GetObjectKind().GroupVersionKind() == r.GroupVersionKind() {
+		return obj
+	}
+	return served(r, obj)
+}
+
 // podQOSClass computes a pod's QoS class as upstream does for cpu and memory.
 func podQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}

@@ -184,7 +184,9 @@ func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *reques
 	var items []runtime.Object
 	var rev, remaining int64
 	var next string
-	if rvParam == "0" || (rvParam != "" && q.Get("resourceVersionMatch") != "Exact" && limit == 0) {
+	// resourceVersion=0 means any version: serve it from the watch cache. Every other
+	// list reads etcd, which is at least as new as any version a client can hold.
+	if rvParam == "0" && cont == "" {
 		items, rev, err = s.cacheFor(ri.res).List(ctx, prefix, filter)
 		if err != nil {
 			s.writeError(w, req, apierrors.NewInternalError(err))
@@ -290,7 +292,7 @@ func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *regist
 		case "Table":
 			objs := make([]runtime.Object, len(items))
 			for i, it := range items {
-				objs[i] = served(r, it)
+				objs[i] = servedShared(r, it)
 			}
 			t, err := s.tableFor(r, objs, req.URL.Query().Get("includeObject"), "")
 			if err != nil {
@@ -304,7 +306,7 @@ func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *regist
 			pl := &metav1.PartialObjectMetadataList{ListMeta: lm}
 			pl.APIVersion, pl.Kind = "meta.k8s.io/v1", "PartialObjectMetadataList"
 			for _, it := range items {
-				p := partialMetadata(served(r, it))
+				p := partialMetadata(servedShared(r, it))
 				pl.Items = append(pl.Items, *p)
 			}
 			s.writeAs(w, req, http.StatusOK, m.typ, pl)
@@ -417,7 +419,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 				obj = partialMetadata(obj)
 			}
 		} else {
-			obj = served(ri.res, ev.Object)
+			obj = servedShared(ri.res, ev.Object)
 			switch as {
 			case "Table":
 				t, err := s.tableFor(ri.res, []runtime.Object{obj}, q.Get("includeObject"), "")

@@ -544,6 +544,9 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		if err := checkPreconditions(r, name, m, opts.Preconditions); err != nil {
 			return nil, false, err
 		}
+		if _, ok := out.(*corev1.Namespace); ok && immortalNamespaces[name] {
+			return nil, false, apierrors.NewForbidden(r.GroupResource(), name, errors.New("this namespace may not be deleted"))
+		}
 		grace := int64(0)
 		if pod, ok := out.(*corev1.Pod); ok {
 			grace = podGracePeriod(pod, opts)
@@ -681,3 +684,6 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, req *http.Request
 }
 
 var schemaCoreV1 = corev1.SchemeGroupVersion
+
+// immortalNamespaces may not be deleted, as upstream's NamespaceLifecycle admission says.
+var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -374,5 +375,19 @@ func TestInformerSeesChangesInOrderAcrossWatchTimeouts(t *testing.T) {
 			t.Fatalf("informer events: got %s, want %s", got, want)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSelfSubjectReviewNamesTheCaller(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	r, err := env.Client.AuthenticationV1().SelfSubjectReviews().Create(ctxT(t), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status.UserInfo.Username != "kubernetes-admin" || fmt.Sprint(r.Status.UserInfo.Groups) != "[system:masters system:authenticated]" {
+		t.Fatalf("user info %+v", r.Status.UserInfo)
+	}
+	if _, err := env.Client.AuthenticationV1().RESTClient().Get().Resource("selfsubjectreviews").DoRaw(ctxT(t)); !apierrors.IsMethodNotSupported(err) {
+		t.Fatalf("list of selfsubjectreviews: want 405, got %v", err)
 	}
 }

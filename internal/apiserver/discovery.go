@@ -14,6 +14,13 @@ import (
 
 var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
+func verbsOf(r *registry.Resource) metav1.Verbs {
+	if len(r.Verbs) > 0 {
+		return r.Verbs
+	}
+	return allVerbs
+}
+
 // subresourceInfo describes a subresource in discovery.
 type subresourceInfo struct {
 	gvk   schema.GroupVersionKind
@@ -49,7 +56,7 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: r.Plural, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
-			Verbs: allVerbs, ShortNames: r.ShortNames, Categories: r.Categories,
+			Verbs: verbsOf(r), ShortNames: r.ShortNames, Categories: r.Categories,
 		})
 		for _, sub := range r.Subresources {
 			info := subresourceOf(r, sub)
@@ -80,7 +87,7 @@ func (s *Server) groupDiscovery(group string) apidiscoveryv2.APIGroupDiscovery {
 				scope = apidiscoveryv2.ScopeNamespace
 			}
 			rd := apidiscoveryv2.APIResourceDiscovery{
-				Resource: r.Plural, SingularResource: r.Singular, Scope: scope, Verbs: allVerbs,
+				Resource: r.Plural, SingularResource: r.Singular, Scope: scope, Verbs: verbsOf(r),
 				ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: r.Kind},
 				ShortNames:   r.ShortNames, Categories: r.Categories,
 			}

@@ -6,10 +6,13 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/registry"
 )
 
 // Handler returns the server's HTTP handler behind the filter chain: panic recovery,
@@ -75,6 +78,14 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request) {
 // serveResource runs the verb handler for a resource request.
 func (s *Server) serveResource(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
 	r := ri.res
+	if !verbAllowed(r, ri.verb) {
+		s.writeError(w, req, apierrors.NewMethodNotSupported(r.GroupResource(), ri.verb))
+		return
+	}
+	if r.Kind == "SelfSubjectReview" {
+		s.handleSelfSubjectReview(w, req, ri)
+		return
+	}
 	if ri.subresource != "" && !r.HasSubresource(ri.subresource) {
 		s.writeError(w, req, apierrors.NewNotFound(r.GroupResource(), ri.name))
 		return
@@ -136,6 +147,40 @@ func (s *Server) serveResource(w http.ResponseWriter, req *http.Request, ri *req
 	default:
 		s.writeError(w, req, apierrors.NewMethodNotSupported(r.GroupResource(), ri.verb))
 	}
+}
+
+func verbAllowed(r *registry.Resource, verb string) bool {
+	if len(r.Verbs) == 0 {
+		return true
+	}
+	for _, v := range r.Verbs {
+		if v == verb {
+			return true
+		}
+	}
+	return false
+}
+
+// handleSelfSubjectReview answers `kubectl auth whoami`: who the server thinks the caller is.
+func (s *Server) handleSelfSubjectReview(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	data, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if len(data) > 0 {
+		if _, err := s.decodeInto(data, bodyMediaType(req), ri.res.GroupVersionKind(), review, "Ignore"); err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+	}
+	if u, ok := filters.UserFrom(req.Context()); ok {
+		review.Status.UserInfo = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: append(append([]string{}, u.Groups...), "system:authenticated")}
+	}
+	review.CreationTimestamp = metav1.NewTime(s.cfg.Now().Truncate(time.Second))
+	setServedTypeMeta(ri.res, review)
+	s.writeObject(w, req, http.StatusCreated, review)
 }
 
 // statusRecorder remembers the response code for metrics and keeps streaming working.

@@ -14,10 +14,14 @@ type openAPIDocs struct{ docs *openapi.Documents }
 func newOpenAPIDocs(t *registry.Table) (*openAPIDocs, error) {
 	var res []openapi.Resource
 	for _, r := range t.All() {
-		res = append(res, openapi.Resource{
+		o := openapi.Resource{
 			GVK: r.GroupVersionKind(), Plural: r.Plural, Namespaced: r.Namespaced,
-			Object: r.New(), List: r.NewList(), Subresources: r.Subresources,
-		})
+			Object: r.New(), Subresources: r.Subresources, Verbs: r.Verbs,
+		}
+		if r.NewList != nil {
+			o.List = r.NewList()
+		}
+		res = append(res, o)
 	}
 	d, err := openapi.Build(res)
 	if err != nil {

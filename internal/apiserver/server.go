@@ -86,6 +86,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	for _, r := range s.table.All() {
+		if r.Virtual {
+			continue
+		}
 		prefix := r.Prefix("")
 		if _, ok := s.caches[prefix]; ok {
 			continue

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -15,12 +16,13 @@ import (
 )
 
 var (
-	coreV1         = schema.GroupVersion{Version: "v1"}
-	appsV1         = schema.GroupVersion{Group: "apps", Version: "v1"}
-	discoveryV1    = schema.GroupVersion{Group: "discovery.k8s.io", Version: "v1"}
-	networkingV1   = schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}
-	coordinationV1 = schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}
-	eventsV1       = schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}
+	coreV1           = schema.GroupVersion{Version: "v1"}
+	appsV1           = schema.GroupVersion{Group: "apps", Version: "v1"}
+	discoveryV1      = schema.GroupVersion{Group: "discovery.k8s.io", Version: "v1"}
+	networkingV1     = schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}
+	coordinationV1   = schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}
+	eventsV1         = schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}
+	authenticationV1 = schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}
 )
 
 // Builtin returns the resources kubette serves, in discovery order. Each call
@@ -145,6 +147,11 @@ func Builtin() []*Resource {
 			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", StorageVersion: coreV1, AllowCreateOnUpdate: true,
 			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
 			Fields: eventFields,
+		},
+		{
+			GroupVersion: authenticationV1, Kind: "SelfSubjectReview", Plural: "selfsubjectreviews", Singular: "selfsubjectreview",
+			Verbs: []string{"create"}, Virtual: true,
+			New: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
 		},
 	}
 	for _, r := range res {

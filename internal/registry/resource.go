@@ -38,6 +38,11 @@ type Resource struct {
 	Subresources []string
 	// AllowCreateOnUpdate lets PUT create a missing object (as upstream for endpoints, leases, ...).
 	AllowCreateOnUpdate bool
+	// Verbs limits the served verbs; empty means all of create, delete, deletecollection,
+	// get, list, patch, update and watch.
+	Verbs []string
+	// Virtual resources are computed per request and never stored (SelfSubjectReview).
+	Virtual bool
 	// New returns an empty object; NewList an empty list.
 	New, NewList func() runtime.Object
 	// Fields returns the selectable fields of an object beyond metadata.name and metadata.namespace.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	adders := []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, autoscalingv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, authenticationv1.AddToScheme, autoscalingv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme,
 		networkingv1.AddToScheme, policyv1.AddToScheme,
 	}

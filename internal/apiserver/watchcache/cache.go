@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -507,9 +509,24 @@ func (w *Watcher) translate(ev Event) (Event, bool) {
 			ev.Type = watch.Added
 			return ev, true
 		case prev:
+			// As upstream: the last state the watcher could see, at the revision of the change.
 			ev.Type = watch.Deleted
+			if last, err := withResourceVersion(ev.PrevObject, ev.Revision); err == nil {
+				ev.Object = last
+			}
 			return ev, true
 		}
 		return Event{}, false
 	}
+}
+
+// withResourceVersion returns a copy of obj whose resourceVersion is rev.
+func withResourceVersion(obj runtime.Object, rev int64) (runtime.Object, error) {
+	out := obj.DeepCopyObject()
+	m, err := meta.Accessor(out)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return out, nil
 }

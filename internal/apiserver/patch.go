@@ -164,6 +164,7 @@ func (s *Server) handleApply(w http.ResponseWriter, req *http.Request, ri *reque
 		return
 	}
 	force := req.URL.Query().Get("force") == "true"
+	o.applied = true
 	out, created, err := s.update(req.Context(), ri.res, ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, error) {
 		live := cur
 		if live == nil {

@@ -378,6 +378,23 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 		return
 	}
 
+	// The initial events of a watch-list must include every write that finished before
+	// the request (resourceVersion "") or before the given version: let the cache catch up.
+	if sendInitial {
+		want := after
+		if rvParam == "" {
+			rev, err := s.cfg.Store.CurrentRevision(ctx)
+			if err != nil {
+				s.writeError(w, req, s.storageError(ri.res, "", err))
+				return
+			}
+			want = rev
+		}
+		if err := s.cacheFor(ri.res).WaitFresh(ctx, want, 3*time.Second); err != nil {
+			s.writeError(w, req, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %v", err), 1))
+			return
+		}
+	}
 	watcher, werr := s.cacheFor(ri.res).Watch(ctx, watchcache.WatchOptions{
 		Prefix: ri.res.Prefix(ri.namespace), Filter: filterFor(ri.res, ls, fs),
 		AfterRevision: after, SendInitialEvents: sendInitial, Bookmarks: bookmarks,

@@ -1050,3 +1050,161 @@ func semDeleteCollection(t *testing.T, ctx context.Context, e *semEnv) {
 		t.Fatalf("unlabelled y2 went too: %v", err)
 	}
 }
+
+// TestSemanticsWatchListFresh: the state at the initial-events-end bookmark of a
+// watch-list must reflect every write that finished before the request.
+func TestSemanticsWatchListFresh(t *testing.T) {
+	e := startSem(t)
+	ctx := ctxT(t)
+	ns := e.namespace(t, ctx, "sem-wl")
+	cms := e.Client.CoreV1().ConfigMaps(ns)
+	stale := 0
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("x%d", i)
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := cms.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := map[string]bool{}
+		var evs []string
+		for {
+			ev, ok := nextEvent(w, 5*time.Second)
+			if !ok {
+				t.Fatal("no bookmark")
+			}
+			o := ev.Object.(*corev1.ConfigMap)
+			evs = append(evs, string(ev.Type)+" "+o.Name)
+			if ev.Type == watch.Bookmark {
+				break
+			}
+			state[o.Name] = ev.Type != watch.Deleted
+		}
+		w.Stop()
+		for n, present := range state {
+			if present {
+				stale++
+				t.Logf("iteration %d: state at the initial-events-end bookmark has deleted %s: %v", i, n, evs)
+			}
+		}
+	}
+	if stale > 0 {
+		t.Errorf("%d of 50 watch-lists started right after a delete returned the deleted object at the bookmark", stale)
+	}
+}
+
+// TestSemanticsApplyRecordsApplyOperation: server-side apply records managedFields
+// entries with operation Apply, and a field an applier stops applying is removed
+// when nobody else owns it.
+func TestSemanticsApplyRecordsApplyOperation(t *testing.T) {
+	e := startSem(t)
+	ctx := ctxT(t)
+	ns := e.namespace(t, ctx, "sem-ssa-op")
+	cms := e.Client.CoreV1().ConfigMaps(ns)
+	managers := func(cm *corev1.ConfigMap) string {
+		var out []string
+		for _, mf := range cm.ManagedFields {
+			out = append(out, fmt.Sprintf("%s/%s", mf.Manager, mf.Operation))
+		}
+		sort.Strings(out)
+		return fmt.Sprint(out)
+	}
+	cm, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns).WithData(map[string]string{"k": "a", "own": "a"}), metav1.ApplyOptions{FieldManager: "mgr-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(cm); got != "[mgr-a/Apply]" {
+		t.Errorf("managedFields after an apply that creates: %s, want [mgr-a/Apply]", got)
+	}
+	forced, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns).WithData(map[string]string{"k": "b"}), metav1.ApplyOptions{FieldManager: "mgr-b", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(forced); got != "[mgr-a/Apply mgr-b/Apply]" {
+		t.Errorf("managedFields after a forced apply: %s, want [mgr-a/Apply mgr-b/Apply]", got)
+	}
+	after, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns), metav1.ApplyOptions{FieldManager: "mgr-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := after.Data["own"]; ok || after.Data["k"] != "b" {
+		t.Errorf("after mgr-a dropped data.own: data %v, want map[k:b]", after.Data)
+	}
+}
+
+// TestSemanticsDeleteResponses: the DELETE response code and body, and the generation
+// bump when an object is marked for deletion.
+func TestSemanticsDeleteResponses(t *testing.T) {
+	e := startSem(t)
+	ctx := ctxT(t)
+	ns := e.namespace(t, ctx, "sem-del")
+	cms := e.Client.CoreV1().ConfigMaps(ns)
+	base := "/api/v1/namespaces/" + ns
+	hdr := map[string]string{"Accept": "application/json"}
+
+	created, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "now"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := e.raw(t, ctx, "DELETE", base+"/configmaps/now", hdr, nil)
+	var st metav1.Status
+	_ = json.Unmarshal(body, &st)
+	if resp.StatusCode != 200 || st.Kind != "Status" || st.Status != metav1.StatusSuccess || st.Details == nil ||
+		st.Details.Name != "now" || st.Details.Kind != "configmaps" || st.Details.UID != created.UID {
+		t.Errorf("immediate configmap delete: HTTP %d %s; want 200 and a Success Status with details name now, kind configmaps, uid %s", resp.StatusCode, body, created.UID)
+	}
+	for _, n := range []string{"fin", "fin2"} {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Finalizers: []string{"example.com/x"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, body = e.raw(t, ctx, "DELETE", base+"/configmaps/fin", hdr, nil)
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"deletionTimestamp"`)) {
+		t.Errorf("delete of an object with a finalizer: HTTP %d (want 200): %.200s", resp.StatusCode, body)
+	}
+	resp, body = e.raw(t, ctx, "DELETE", base+"/configmaps/fin2?orphanDependents=false", hdr, nil)
+	if resp.StatusCode != 202 {
+		t.Errorf("delete with orphanDependents=false of an object with a finalizer: HTTP %d (want 202): %.200s", resp.StatusCode, body)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: podTemplate("x").Spec}
+	p.Spec.NodeName = "node-1"
+	pod, err := e.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body = e.raw(t, ctx, "DELETE", base+"/pods/p", hdr, nil)
+	var marked corev1.Pod
+	_ = json.Unmarshal(body, &marked)
+	if resp.StatusCode != 200 || marked.DeletionTimestamp == nil {
+		t.Errorf("graceful pod delete: HTTP %d (want 200 and the marked pod): %.200s", resp.StatusCode, body)
+	}
+	if marked.Generation != pod.Generation+1 {
+		t.Errorf("graceful pod delete: generation %d→%d, want %d", pod.Generation, marked.Generation, pod.Generation+1)
+	}
+	d := deployment("d", 1)
+	d.Finalizers = []string{"example.com/x"}
+	if _, err := e.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.AppsV1().Deployments(ns).Delete(ctx, "d", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Client.AppsV1().Deployments(ns).Get(ctx, "d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DeletionTimestamp == nil || got.Generation != 2 {
+		t.Errorf("deployment marked for deletion: deletionTimestamp %v generation %d, want set and 2", got.DeletionTimestamp, got.Generation)
+	}
+	if err := e.Client.AppsV1().Deployments(ns).Delete(ctx, "d", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := e.Client.AppsV1().Deployments(ns).Get(ctx, "d", metav1.GetOptions{}); err != nil || again.Generation != got.Generation {
+		t.Errorf("second delete: %v, generation %d→%d", err, got.Generation, again.Generation)
+	}
+}

@@ -29,6 +29,9 @@ type writeOptions struct {
 	dryRun     bool
 	manager    string
 	validation string
+	// applied marks a server-side apply: the field manager already recorded the Apply
+	// operation, so the write must not record an Update on top of it.
+	applied bool
 }
 
 func parseWriteOptions(req *http.Request) writeOptions {
@@ -131,7 +134,9 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	if errs := validation.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
 	}
-	obj = s.fields.update(r, "", nil, obj, o.manager)
+	if !o.applied {
+		obj = s.fields.update(r, "", nil, obj, o.manager)
+	}
 	setServedTypeMeta(r, obj)
 	if o.dryRun {
 		return obj, nil
@@ -277,7 +282,9 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 		if unchanged(newObj, cur) {
 			return cur, false, nil
 		}
-		newObj = s.fields.update(r, o.subresource, cur, newObj, o.manager)
+		if !o.applied {
+			newObj = s.fields.update(r, o.subresource, cur, newObj, o.manager)
+		}
 		newMeta, _ = meta.Accessor(newObj)
 		setServedTypeMeta(r, newObj)
 		if o.dryRun {
@@ -521,9 +528,19 @@ func (s *Server) handleDelete(w http.ResponseWriter, req *http.Request, ri *requ
 		s.writeError(w, req, err)
 		return
 	}
+	// As upstream: 202 only when the deletion is not immediate and the client asked for
+	// cascading with orphanDependents=false; otherwise 200.
 	code := http.StatusOK
-	if !done {
+	if !done && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
+	}
+	if done && !ri.res.ReturnDeletedObject {
+		m, _ := meta.Accessor(out)
+		st := &metav1.Status{Status: metav1.StatusSuccess, Details: &metav1.StatusDetails{
+			Name: m.GetName(), Group: ri.res.GroupVersion.Group, Kind: ri.res.Plural, UID: m.GetUID()}}
+		st.APIVersion, st.Kind = "v1", "Status"
+		s.writeObject(w, req, code, st)
+		return
 	}
 	s.respondObject(w, req, ri.res, code, out)
 }
@@ -587,6 +604,9 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 			if _, isPod := out.(*corev1.Pod); !isPod || old == nil || grace >= *old {
 				return out, false, nil
 			}
+		}
+		if m.GetDeletionTimestamp() == nil && m.GetGeneration() > 0 {
+			m.SetGeneration(m.GetGeneration() + 1)
 		}
 		dt := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 		m.SetDeletionTimestamp(&dt)

@@ -32,7 +32,8 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace",
 			ShortNames: []string{"ns"}, StoragePrefix: "/registry/namespaces", Subresources: []string{"status", "finalize"},
-			New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
+			ReturnDeletedObject: true,
+			New:                 func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
 			Fields: func(obj runtime.Object) fields.Set {
 				ns, _ := obj.(*corev1.Namespace)
 				if ns == nil {
@@ -44,8 +45,9 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod", Namespaced: true,
 			ShortNames: []string{"po"}, Categories: []string{"all"}, StoragePrefix: "/registry/pods",
-			Subresources: []string{"status", "binding", "log"},
-			New:          func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
+			Subresources:        []string{"status", "binding", "log"},
+			ReturnDeletedObject: true,
+			New:                 func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
 			Fields: podFields,
 		},
 		{
@@ -63,7 +65,8 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Service", ListKind: "ServiceList", Plural: "services", Singular: "service", Namespaced: true,
 			ShortNames: []string{"svc"}, Categories: []string{"all"}, StoragePrefix: "/registry/services/specs", Subresources: []string{"status"},
-			New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} },
+			ReturnDeletedObject: true,
+			New:                 func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} },
 			Fields: func(obj runtime.Object) fields.Set {
 				s, _ := obj.(*corev1.Service)
 				if s == nil {
@@ -97,7 +100,8 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "ServiceAccount", ListKind: "ServiceAccountList", Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
 			ShortNames: []string{"sa"}, StoragePrefix: "/registry/serviceaccounts",
-			New: func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} },
+			ReturnDeletedObject: true,
+			New:                 func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} },
 		},
 		{
 			GroupVersion: coreV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,

@@ -41,6 +41,9 @@ type Resource struct {
 	// Verbs limits the served verbs; empty means all of create, delete, deletecollection,
 	// get, list, patch, update and watch.
 	Verbs []string
+	// ReturnDeletedObject answers an immediate DELETE with the deleted object instead of a
+	// Success Status, as upstream's stores for pods, services, namespaces and serviceaccounts.
+	ReturnDeletedObject bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
 	// New returns an empty object; NewList an empty list.

@@ -142,3 +142,11 @@ func (e *ConflictError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// ProgressRequester is implemented by stores whose watches can be asked to report how
+// far they have seen (etcd's progress requests). A watch cache uses it to catch up to a
+// revision when no change under its prefix would otherwise tell it.
+type ProgressRequester interface {
+	// RequestProgress makes every watch of the store send a WatchResult with ProgressRevision.
+	RequestProgress(ctx context.Context) error
+}

@@ -66,6 +66,7 @@ type Cache struct {
 	mu       sync.RWMutex
 	ready    bool
 	readyCh  chan struct{}
+	revCh    chan struct{} // closed and replaced whenever rev advances
 	items    map[string]runtime.Object
 	rev      int64   // every change up to rev is applied
 	oldest   int64   // watches may resume from any revision >= oldest
@@ -89,7 +90,7 @@ func New(cfg Config) *Cache {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Cache{cfg: cfg, readyCh: make(chan struct{}), items: map[string]runtime.Object{},
+	c := &Cache{cfg: cfg, readyCh: make(chan struct{}), revCh: make(chan struct{}), items: map[string]runtime.Object{},
 		window: make([]Event, cfg.Capacity), watchers: map[int]*Watcher{}}
 	return c
 }
@@ -178,6 +179,7 @@ func (c *Cache) replace(items map[string]runtime.Object, rev int64) {
 	defer c.mu.Unlock()
 	c.items = items
 	c.rev, c.oldest = rev, rev
+	c.advanced()
 	c.start, c.n = 0, 0
 	for id, w := range c.watchers {
 		w.stop()
@@ -232,6 +234,7 @@ func (c *Cache) apply(se storage.Event) error {
 	}
 	c.push(ev)
 	c.rev = se.Revision
+	c.advanced()
 	c.dispatch(ev)
 	return nil
 }
@@ -252,17 +255,59 @@ func (c *Cache) progress(rev int64) {
 	defer c.mu.Unlock()
 	if rev > c.rev {
 		c.rev = rev
+		c.advanced()
 	}
 }
+
+// advanced wakes everyone waiting for the revision to move; the caller holds c.mu.
+func (c *Cache) advanced() {
+	close(c.revCh)
+	c.revCh = make(chan struct{})
+}
+
+// WaitFresh blocks until the cache has seen every change up to rev, asking the store
+// for progress notifications when it supports them (a quiet prefix would otherwise never
+// advance). It gives up after timeout.
+func (c *Cache) WaitFresh(ctx context.Context, rev int64, timeout time.Duration) error {
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pr, _ := c.cfg.Store.(storage.ProgressRequester)
+	for {
+		c.mu.RLock()
+		cur, ch := c.rev, c.revCh
+		c.mu.RUnlock()
+		if cur >= rev {
+			return nil
+		}
+		if pr != nil {
+			if err := pr.RequestProgress(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Logger.Debug("watch cache: progress request failed", "err", err)
+			}
+		}
+		select {
+		case <-ch:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: watch cache %s at revision %d, waiting for %d", ErrNotFresh, c.cfg.Prefix, cur, rev)
+		}
+	}
+}
+
+// ErrNotFresh is returned by WaitFresh when the cache did not catch up in time.
+var ErrNotFresh = errors.New("watch cache is not fresh enough")
 
 func (c *Cache) bookmark() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ev := Event{Type: watch.Bookmark, Revision: c.rev}
-	for id, w := range c.watchers {
-		if w.bookmarks && !w.send(ev) {
-			w.stop()
-			delete(c.watchers, id)
+	for _, w := range c.watchers {
+		// A bookmark below where the watcher resumed would move its client backwards;
+		// one that finds the buffer full is simply skipped.
+		if w.bookmarks && c.rev >= w.minRev {
+			w.send(ev)
 		}
 	}
 }

@@ -120,3 +120,12 @@ func translateWatchResponse(wr clientv3.WatchResponse) ([]storage.WatchResult, e
 	}
 	return results, nil
 }
+
+// RequestProgress asks etcd to send a progress notification on every watch of this
+// store's client, carrying the current revision.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	if err := s.client.RequestProgress(ctx); err != nil {
+		return fmt.Errorf("etcd request progress: %w", err)
+	}
+	return nil
+}

@@ -265,7 +265,9 @@ func (c *Controller) deleteRS(obj any) {
 // resolveControllerRef returns the ReplicaSet ref points to in namespace, or
 // nil when ref is of another kind or the ReplicaSet of that name has another UID.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != c.gvk.Kind || ref.APIVersion != c.gvk.GroupVersion().String() {
+	// Names are looked up, then the UID verified; a reference of another kind
+	// is not even looked up.
+	if ref.Kind != c.gvk.Kind {
 		return nil
 	}
 	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)

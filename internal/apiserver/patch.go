@@ -58,6 +58,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, req *http.Request, ri *reque
 		return
 	}
 	o := parseWriteOptions(req)
+	o.patch = true
 	pt := types.PatchType(bodyMediaType(req))
 	if ri.subresource == "scale" {
 		s.updateScale(w, req, ri, patch, pt, o)

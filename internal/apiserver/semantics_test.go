@@ -1208,3 +1208,48 @@ func TestSemanticsDeleteResponses(t *testing.T) {
 		t.Errorf("second delete: %v, generation %d→%d", err, got.Generation, again.Generation)
 	}
 }
+
+// TestSemanticsWatchListOnQuietResource: a watch-list of a resource nobody writes
+// must still end its initial events promptly although etcd's revision moved on
+// because of other resources (the cache catches up through progress requests).
+func TestSemanticsWatchListOnQuietResource(t *testing.T) {
+	e := startSem(t)
+	ctx := ctxT(t)
+	ns := e.namespace(t, ctx, "sem-quiet")
+	for i := 0; i < 5; i++ {
+		if _, err := e.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("c", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	w, err := e.Client.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ev, ok := nextEvent(w, 3*time.Second)
+	if !ok || ev.Type != watch.Bookmark {
+		t.Fatalf("want the initial-events-end bookmark, got %v %v after %v", ev.Type, ok, time.Since(start))
+	}
+}
+
+// TestSemanticsUIDIsAPrecondition: a uid in a PUT body that differs from the stored one
+// fails the precondition (409); in a PATCH it is an immutable field (422).
+func TestSemanticsUIDIsAPrecondition(t *testing.T) {
+	e := startSem(t)
+	ctx := ctxT(t)
+	ns := e.namespace(t, ctx, "sem-uid")
+	cms := e.Client.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "u"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.UID = "00000000-0000-0000-0000-000000000000"
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("PUT with another uid: want 409, got %v", err)
+	}
+	patch := []byte(`{"metadata":{"uid":"00000000-0000-0000-0000-000000000000","labels":{"a":"b"}}}`)
+	if _, err := cms.Patch(ctx, "u", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("PATCH with another uid: want 422, got %v", err)
+	}
+}

@@ -29,6 +29,8 @@ type writeOptions struct {
 	dryRun     bool
 	manager    string
 	validation string
+	// patch marks a PATCH: a changed uid is then an invalid field (422), not a failed precondition (409).
+	patch bool
 	// applied marks a server-side apply: the field manager already recorded the Apply
 	// operation, so the write must not record an Update on top of it.
 	applied bool
@@ -253,6 +255,12 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 		newMeta, err := meta.Accessor(newObj)
 		if err != nil {
 			return nil, false, apierrors.NewBadRequest(err.Error())
+		}
+		if uid := newMeta.GetUID(); uid != "" && uid != curMeta.GetUID() {
+			if o.patch {
+				return nil, false, invalid(r, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+			}
+			return nil, false, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
 		}
 		userRV := newMeta.GetResourceVersion()
 		if userRV != "" && userRV != curMeta.GetResourceVersion() {

@@ -124,7 +124,7 @@ func translateWatchResponse(wr clientv3.WatchResponse) ([]storage.WatchResult, e
 // RequestProgress asks etcd to send a progress notification on every watch of this
 // store's client, carrying the current revision.
 func (s *Store) RequestProgress(ctx context.Context) error {
-	if err := s.client.RequestProgress(ctx); err != nil {
+	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
 		return fmt.Errorf("etcd request progress: %w", err)
 	}
 	return nil

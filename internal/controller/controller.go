@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"log/slog"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -31,6 +32,8 @@ type Deps struct {
 	Discovery discovery.DiscoveryInterface
 	// RESTMapper maps kinds to resources, refreshed from Discovery on a miss.
 	RESTMapper *restmapper.DeferredDiscoveryRESTMapper
+	// Logger receives the controller's logs (never nil from NewDeps).
+	Logger *slog.Logger
 	// Recorder returns an event recorder reporting as the named component
 	// (e.g. "deployment-controller"), as upstream controllers do.
 	Recorder func(component string) record.EventRecorder

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
@@ -47,6 +48,7 @@ func NewDeps(cfg *rest.Config, userAgent string) (Deps, *Starter, error) {
 		MetadataInformers: metadatainformer.NewSharedInformerFactory(md, 0),
 		Discovery:         cached,
 		RESTMapper:        restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		Logger:            slog.Default(),
 		Recorder: func(component string) record.EventRecorder {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},

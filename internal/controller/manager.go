@@ -135,6 +135,7 @@ func runControllers(ctx context.Context, o ManagerOptions, names []string) error
 	if err != nil {
 		return err
 	}
+	deps.Logger = o.Logger
 	var runners []Runner
 	for _, n := range names {
 		r, err := o.Controllers[n](deps)

@@ -7,11 +7,16 @@ import (
 	"context"
 
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controller/deployment"
+	"github.com/kubette/kubette/internal/controller/replicaset"
 )
 
 // Controllers returns the registry of every controller, built in one place.
 func Controllers() map[string]controller.Constructor {
-	return map[string]controller.Constructor{}
+	return map[string]controller.Constructor{
+		replicaset.Name: replicaset.New,
+		deployment.Name: func(d controller.Deps) (controller.Runner, error) { return deployment.New(d) },
+	}
 }
 
 // Run runs the controller manager with the registry's controllers.

@@ -127,13 +127,13 @@ func (s *Server) writeAs(w http.ResponseWriter, req *http.Request, code int, typ
 }
 
 func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
-	m, _ := meta.Accessor(obj)
 	p := &metav1.PartialObjectMetadata{}
-	if om, ok := m.(*metav1.ObjectMeta); ok {
-		p.ObjectMeta = *om.DeepCopy()
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			p.ObjectMeta = *om.DeepCopy()
+		}
 	}
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	p.APIVersion, p.Kind = gvk.GroupVersion().String(), gvk.Kind
+	p.APIVersion, p.Kind = "meta.k8s.io/v1", "PartialObjectMetadata"
 	return p
 }
 

@@ -27,15 +27,25 @@ func TestDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("get wide", func(t *testing.T) {
-		out := c.must(t, "get", "deploy", "-o", "wide")
+		// The controller manager of `up` creates the ReplicaSet and pods; with no kubelet
+		// nothing becomes ready. Wait until the Deployment reports 3 up to date.
+		var out string
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out = c.must(t, "get", "deploy", "-o", "wide")
+			if r := tableRows(out); len(r) == 2 && len(r[1]) > 2 && r[1][2] == "3" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		rows := tableRows(out)
 		wantHeader := []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"}
 		if len(rows) != 2 || !slices.Equal(rows[0], wantHeader) {
 			t.Fatalf("kubectl get deploy -o wide: want the header %v and one row, got:\n%s", wantHeader, out)
 		}
 		row := rows[1]
-		// No controller runs: nothing is ready, up to date or available yet.
-		want := map[int]string{0: "web", 1: "0/3", 2: "0", 3: "0", 5: "nginx", 6: "nginx:1.27", 7: "app=web"}
+		// No kubelet runs: the pods exist and are up to date, but none is ready or available.
+		want := map[int]string{0: "web", 1: "0/3", 2: "3", 3: "0", 5: "nginx", 6: "nginx:1.27", 7: "app=web"}
 		for i, w := range want {
 			if len(row) != len(wantHeader) || row[i] != w {
 				t.Errorf("kubectl get deploy -o wide: column %s = %q, want %q; output:\n%s", wantHeader[i], at(row, i), w, out)
@@ -77,7 +87,7 @@ func TestDeploymentLifecycle(t *testing.T) {
 			`(?m)^Name:\s+web$`,
 			`(?m)^Namespace:\s+default$`,
 			`(?m)^Selector:\s+app=web$`,
-			`(?m)^Replicas:\s+3 desired \| 0 updated \| 0 total \| 0 available \| 0 unavailable$`,
+			`(?m)^Replicas:\s+3 desired \| 3 updated \| 3 total \| 0 available \| 3 unavailable$`,
 			`(?m)^StrategyType:\s+RollingUpdate$`,
 			`(?m)^RollingUpdateStrategy:\s+25% max unavailable, 25% max surge$`,
 			`(?m)^\s+Image:\s+nginx:1\.27$`,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/deployment"
+	"github.com/kubette/kubette/internal/controller/garbagecollector"
 	"github.com/kubette/kubette/internal/controller/replicaset"
 )
 
@@ -16,6 +17,9 @@ func Controllers() map[string]controller.Constructor {
 	return map[string]controller.Constructor{
 		replicaset.Name: replicaset.New,
 		deployment.Name: func(d controller.Deps) (controller.Runner, error) { return deployment.New(d) },
+		garbagecollector.Name: func(d controller.Deps) (controller.Runner, error) {
+			return garbagecollector.New(d)
+		},
 	}
 }
 

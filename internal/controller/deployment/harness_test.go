@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -24,11 +23,12 @@ import (
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/deployment"
+	"github.com/kubette/kubette/internal/controller/replicaset"
 	"github.com/kubette/kubette/internal/testenv"
 )
 
-// cluster is a real API server with the Deployment controller, a stand-in
-// ReplicaSet controller and a fake kubelet, all in one test namespace.
+// cluster is a real API server with the Deployment and ReplicaSet
+// controllers and a fake kubelet, all in one test namespace.
 type cluster struct {
 	t          *testing.T
 	ctx        context.Context
@@ -67,199 +67,25 @@ func startCluster(t *testing.T) *cluster {
 	wg.Go(func() { dc.Run(ctx, 2) })
 
 	c.informers = informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(c.ns))
-	rsc := newReplicaSetStandIn(env.Client, c.informers)
+	rsDeps, rsStarter, err := controller.NewDeps(env.Config, "replicaset-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := replicaset.New(rsDeps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsStarter.Start(ctx)
+	wg.Go(func() { rc.Run(ctx, 2) })
 	c.kubelet = newFakeKubelet(env.Client, c.informers)
 	c.informers.Start(ctx.Done())
 	c.informers.WaitForCacheSync(ctx.Done())
-	wg.Go(func() { rsc.run(ctx) })
 	wg.Go(func() { c.kubelet.run(ctx) })
 	wg.Go(func() {
 		<-ctx.Done()
 		c.informers.Shutdown()
 	})
 	return c
-}
-
-// replicaSetStandIn plays the ReplicaSet controller: it creates and deletes
-// pods to match spec.replicas (not-ready pods go first) and writes the status,
-// one ReplicaSet at a time, waiting until its cache shows each change, so that
-// it never over- or under-shoots.
-type replicaSetStandIn struct {
-	client    kubernetes.Interface
-	rsLister  appslisters.ReplicaSetLister
-	podLister corelisters.PodLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-}
-
-func newReplicaSetStandIn(client kubernetes.Interface, inf informers.SharedInformerFactory) *replicaSetStandIn {
-	r := &replicaSetStandIn{
-		client:    client,
-		rsLister:  inf.Apps().V1().ReplicaSets().Lister(),
-		podLister: inf.Core().V1().Pods().Lister(),
-		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-	}
-	enqueueRS := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			r.queue.Add(key)
-		}
-	}
-	enqueueOwner := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "ReplicaSet" {
-			r.queue.Add(pod.Namespace + "/" + ref.Name)
-		}
-	}
-	_, _ = inf.Apps().V1().ReplicaSets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueueRS, UpdateFunc: func(_, o any) { enqueueRS(o) }, DeleteFunc: enqueueRS,
-	})
-	_, _ = inf.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueueOwner, UpdateFunc: func(_, o any) { enqueueOwner(o) }, DeleteFunc: enqueueOwner,
-	})
-	return r
-}
-
-func (r *replicaSetStandIn) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		r.queue.ShutDown()
-	}()
-	for {
-		key, quit := r.queue.Get()
-		if quit {
-			return
-		}
-		if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
-			r.queue.AddRateLimited(key)
-		} else {
-			r.queue.Forget(key)
-		}
-		r.queue.Done(key)
-	}
-}
-
-func (r *replicaSetStandIn) pods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-	if err != nil {
-		return nil, err
-	}
-	all, err := r.podLister.Pods(rs.Namespace).List(sel)
-	if err != nil {
-		return nil, err
-	}
-	var out []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == rs.UID && p.DeletionTimestamp == nil &&
-			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// waitForCache waits until the pod cache shows want pods of rs.
-func (r *replicaSetStandIn) waitForCache(ctx context.Context, rs *appsv1.ReplicaSet, want int) error {
-	for {
-		pods, err := r.pods(rs)
-		if err != nil {
-			return err
-		}
-		if len(pods) == want {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-func (r *replicaSetStandIn) sync(ctx context.Context, key string) error {
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	rs, err := r.rsLister.ReplicaSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	pods, err := r.pods(rs)
-	if err != nil {
-		return err
-	}
-	want := int(ptr.Deref(rs.Spec.Replicas, 1))
-	switch {
-	case len(pods) < want:
-		yes := true
-		for range want - len(pods) {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{
-					GenerateName: rs.Name + "-",
-					Namespace:    rs.Namespace,
-					Labels:       rs.Spec.Template.Labels,
-					Annotations:  rs.Spec.Template.Annotations,
-					OwnerReferences: []metav1.OwnerReference{{
-						APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes,
-					}},
-				},
-				Spec: rs.Spec.Template.Spec,
-			}
-			if _, err := r.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		}
-		if err := r.waitForCache(ctx, rs, want); err != nil {
-			return err
-		}
-	case len(pods) > want:
-		// Not-ready pods first, then the newest.
-		sort.Slice(pods, func(i, j int) bool {
-			if ri, rj := podReady(pods[i]), podReady(pods[j]); ri != rj {
-				return !ri
-			}
-			return pods[j].CreationTimestamp.Before(&pods[i].CreationTimestamp)
-		})
-		for _, p := range pods[:len(pods)-want] {
-			err := r.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-		}
-		if err := r.waitForCache(ctx, rs, want); err != nil {
-			return err
-		}
-	}
-	if pods, err = r.pods(rs); err != nil {
-		return err
-	}
-	var ready int32
-	for _, p := range pods {
-		if podReady(p) {
-			ready++
-		}
-	}
-	status := appsv1.ReplicaSetStatus{
-		Replicas: int32(len(pods)), FullyLabeledReplicas: int32(len(pods)), ReadyReplicas: ready, AvailableReplicas: ready,
-		ObservedGeneration: rs.Generation, TerminatingReplicas: ptr.To[int32](0),
-	}
-	if equalRSStatus(rs.Status, status) {
-		return nil
-	}
-	rs = rs.DeepCopy()
-	rs.Status = status
-	_, err = r.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
-	return err
-}
-
-func equalRSStatus(a, b appsv1.ReplicaSetStatus) bool {
-	return a.Replicas == b.Replicas && a.ReadyReplicas == b.ReadyReplicas && a.AvailableReplicas == b.AvailableReplicas &&
-		a.ObservedGeneration == b.ObservedGeneration && ptr.Equal(a.TerminatingReplicas, b.TerminatingReplicas)
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -94,11 +94,11 @@ func (s *Server) handlePatch(w http.ResponseWriter, req *http.Request, ri *reque
 			return nil, err
 		}
 		warnings = w
-		// A resourceVersion in the patch is a precondition; otherwise the current one applies.
-		m, _ := meta.Accessor(obj)
-		cm, _ := meta.Accessor(cur)
+		// A resourceVersion in the patch is a precondition; otherwise the patch applies to
+		// whatever is current, and a concurrent write means patching again, not a 409.
 		if !patchSetsResourceVersion(pt, patch) {
-			m.SetResourceVersion(cm.GetResourceVersion())
+			m, _ := meta.Accessor(obj)
+			m.SetResourceVersion("")
 		}
 		return obj, nil
 	}, updateOptions{writeOptions: o, subresource: ri.subresource})
@@ -179,12 +179,9 @@ func (s *Server) handleApply(w http.ResponseWriter, req *http.Request, ri *reque
 		if err != nil {
 			return nil, err
 		}
-		if cur != nil {
+		if applied.GetResourceVersion() == "" {
 			m, _ := meta.Accessor(result)
-			cm, _ := meta.Accessor(cur)
-			if applied.GetResourceVersion() == "" {
-				m.SetResourceVersion(cm.GetResourceVersion())
-			}
+			m.SetResourceVersion("")
 		}
 		return result, nil
 	}, updateOptions{writeOptions: o, subresource: ri.subresource, createIfMissing: ri.subresource == ""})
@@ -282,7 +279,7 @@ func (s *Server) updateScale(w http.ResponseWriter, req *http.Request, ri *reque
 				return nil, err
 			}
 			if !patchSetsResourceVersion(pt, body) {
-				want.ResourceVersion = sc.ResourceVersion
+				want.ResourceVersion = ""
 			}
 		}
 		if want.Spec.Replicas < 0 {

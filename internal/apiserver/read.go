@@ -362,16 +362,17 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	var as, typ string = "", "json"
 	accepted := false
 	for _, m := range parseAccept(req.Header.Get("Accept")) {
-		if m.as == "" || m.as == "Table" || m.as == "PartialObjectMetadata" {
-			as, typ, accepted = m.as, m.typ, true
-			if typ == "yaml" {
-				typ = "json"
-			}
-			if typ == "protobuf" && as != "" {
-				typ = "json"
-			}
-			break
+		if m.as != "" && m.as != "Table" && m.as != "PartialObjectMetadata" {
+			continue
 		}
+		if m.typ == "protobuf" && m.as == "Table" {
+			continue // Tables are JSON only, as upstream: try the next media type
+		}
+		as, typ, accepted = m.as, m.typ, true
+		if typ == "yaml" {
+			typ = "json"
+		}
+		break
 	}
 	if !accepted {
 		s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "watch", ri.res.GroupResource(), "", "the requested media type is not supported", 0, false))

@@ -337,13 +337,14 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 func (s *Server) applySubresourceRules(r *registry.Resource, sub string, cur, newObj runtime.Object) runtime.Object {
 	switch sub {
 	case "status":
-		out := cur.DeepCopyObject()
-		registry.CopyStatus(out, newObj)
-		if nm, err := meta.Accessor(newObj); err == nil {
-			om, _ := meta.Accessor(out)
-			om.SetResourceVersion(nm.GetResourceVersion())
-		}
-		return out
+		// As upstream's status strategies: the spec (and the labels) stay as they are;
+		// the status and other metadata (annotations, such as a Deployment's revision) change.
+		registry.CopySpec(newObj, cur)
+		nm, _ := meta.Accessor(newObj)
+		cm, _ := meta.Accessor(cur)
+		nm.SetLabels(cm.GetLabels())
+		nm.SetOwnerReferences(cm.GetOwnerReferences())
+		return newObj
 	case "finalize":
 		out := cur.DeepCopyObject().(*corev1.Namespace)
 		if n, ok := newObj.(*corev1.Namespace); ok {

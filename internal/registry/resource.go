@@ -149,6 +149,14 @@ func CopyStatus(dst, src runtime.Object) {
 	}
 }
 
+// CopySpec sets the spec of dst to that of src (same kind).
+func CopySpec(dst, src runtime.Object) {
+	d, s := field(dst, "Spec"), field(src, "Spec")
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}
+
 // ClearStatus resets the status of obj to its zero value.
 func ClearStatus(obj runtime.Object) {
 	f := field(obj, "Status")

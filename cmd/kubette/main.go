@@ -18,6 +18,7 @@ import (
 	"github.com/kubette/kubette/internal/cluster"
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controllermanager"
+	"github.com/kubette/kubette/internal/controlplane"
 )
 
 func main() {
@@ -72,8 +73,11 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		return cluster.Config{}, fmt.Errorf("--log-level: %w", err)
 	}
 	cfg := cluster.Config{
-		DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile, ControllerManager: f.controllers,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Config: controlplane.Config{
+			DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		},
+		ControllerManager: f.controllers,
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")

@@ -1,7 +1,8 @@
-// Package cluster is the composition root: it starts etcd (embedded or external),
-// creates the certificates, runs the API server over HTTPS and writes the admin
-// kubeconfig. `kubette up` and `kubette apiserver` are thin wrappers around it.
-package cluster
+// Package controlplane starts etcd (embedded or external), creates the
+// certificates, runs the API server over HTTPS and writes the admin kubeconfig.
+// `kubette apiserver` is a thin wrapper around it; `kubette up` adds the other
+// components on top (package cluster); integration tests use it through testenv.
+package controlplane
 
 import (
 	"context"
@@ -14,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/version"
@@ -24,8 +24,6 @@ import (
 
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/apiserver/filters"
-	"github.com/kubette/kubette/internal/controller"
-	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/storage"
 	"github.com/kubette/kubette/internal/storage/etcd"
@@ -51,9 +49,9 @@ type Config struct {
 	UnsafeNoFsync bool
 	// MaxWatchTimeout caps the length of one watch request (tests use a short one).
 	MaxWatchTimeout time.Duration
-	// ControllerManager also runs the controller manager in this process (as `up` does),
-	// talking to the API server over HTTPS with its own client certificate.
-	ControllerManager bool
+	// BeforeShutdown, when set, runs after ctx is done and before the API server stops,
+	// so that components in the same process can finish their last requests.
+	BeforeShutdown func()
 }
 
 // ControlPlane is a running API server and its storage.
@@ -65,7 +63,17 @@ type ControlPlane struct {
 	// ReadyAfter is how long start-up took until the API answered.
 	ReadyAfter time.Duration
 
-	done chan error
+	done    chan error
+	ca      *pki.CA
+	pkiDir  string
+	dataDir string
+}
+
+// ComponentConfig issues a client certificate for a component (user is its common name,
+// e.g. system:kube-controller-manager), writes DATA_DIR/<name>.kubeconfig for running
+// it as a separate process, and returns its client configuration.
+func (c *ControlPlane) ComponentConfig(name, user string) (*rest.Config, error) {
+	return componentConfig(c.ca, c.pkiDir, c.dataDir, c.URL, name, user)
 }
 
 // Wait blocks until the control plane stopped and returns why.
@@ -179,24 +187,8 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		sr.stop()
 		return nil, err
 	}
-	cp := &ControlPlane{Kubeconfig: kubeconfig, URL: url, ReadyAfter: time.Since(start), done: done}
-
-	var components sync.WaitGroup
-	if cfg.ControllerManager {
-		restCfg, err := componentConfig(ca, pkiDir, cfg.DataDir, url, "controller-manager", "system:kube-controller-manager")
-		if err != nil {
-			_ = httpSrv.Close()
-			sr.stop()
-			return nil, err
-		}
-		components.Add(1)
-		go func() {
-			defer components.Done()
-			if err := controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: cfg.Logger.With("component", "controller-manager")}); err != nil && ctx.Err() == nil {
-				cfg.Logger.Error("controller manager stopped", "err", err)
-			}
-		}()
-	}
+	cp := &ControlPlane{Kubeconfig: kubeconfig, URL: url, ReadyAfter: time.Since(start), done: done,
+		ca: ca, pkiDir: pkiDir, dataDir: cfg.DataDir}
 
 	go func() {
 		var err error
@@ -204,7 +196,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		case <-ctx.Done():
 		case err = <-serveErr:
 		}
-		components.Wait()
+		if cfg.BeforeShutdown != nil {
+			cfg.BeforeShutdown()
+		}
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// Watches never end by themselves: give requests a moment, then close.

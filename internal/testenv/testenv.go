@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubette/kubette/internal/cluster"
+	"github.com/kubette/kubette/internal/controlplane"
 )
 
 // Options tune the environment.
@@ -42,7 +42,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
-	cp, err := cluster.Start(ctx, cluster.Config{
+	cp, err := controlplane.Start(ctx, controlplane.Config{
 		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: port, UnsafeNoFsync: true,
 		MaxWatchTimeout: opts.MaxWatchTimeout,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),

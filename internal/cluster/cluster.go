@@ -1,0 +1,50 @@
+// Package cluster is the composition root of `kubette up`: the control plane
+// (etcd, certificates, the API server) and, in the same process, every other
+// component, each talking to the API server over HTTPS with its own identity.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controllermanager"
+	"github.com/kubette/kubette/internal/controlplane"
+)
+
+// Config configures a whole cluster on this machine.
+type Config struct {
+	controlplane.Config
+	// ControllerManager runs the controller manager in this process.
+	ControllerManager bool
+}
+
+// Start brings up the control plane and the enabled components; everything stops when
+// ctx is done, components first. Wait on the returned control plane for the end.
+func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) {
+	var components sync.WaitGroup
+	cfg.Config.BeforeShutdown = components.Wait
+	cp, err := controlplane.Start(ctx, cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ControllerManager {
+		restCfg, err := cp.ComponentConfig("controller-manager", "system:kube-controller-manager")
+		if err != nil {
+			return nil, fmt.Errorf("controller manager credentials: %w", err)
+		}
+		log := cfg.Logger.With("component", "controller-manager")
+		components.Add(1)
+		go func() {
+			defer components.Done()
+			if err := controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: log}); err != nil && ctx.Err() == nil {
+				log.Error("controller manager stopped", "err", err)
+			}
+		}()
+	}
+	return cp, nil
+}
+
+// Version is the Kubernetes version kubette reports.
+var Version = controlplane.Version

@@ -56,6 +56,8 @@ type Server struct {
 	fields  *fieldManagers
 	metrics *metrics
 
+	nsDeleted deletedNamespaces
+
 	readyOnce sync.Once
 	readyCh   chan struct{}
 }

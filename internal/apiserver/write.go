@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,7 +119,7 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	if m.GetName() == "" {
 		return nil, invalid(r, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
-	if err := s.admitNamespace(ctx, r, m.GetNamespace()); err != nil {
+	if err := s.admitNamespace(ctx, r, m.GetNamespace(), m.GetName()); err != nil {
 		return nil, err
 	}
 	m.SetUID(uuid.NewUUID())
@@ -170,8 +171,9 @@ func prepareForCreate(obj runtime.Object) {
 }
 
 // admitNamespace is the NamespaceLifecycle admission step: the namespace must exist and,
-// except for events, must not be terminating.
-func (s *Server) admitNamespace(ctx context.Context, r *registry.Resource, ns string) error {
+// except for events, must not be terminating. The watch cache answers, except for a
+// namespace deleted in the last 30 s, which is read live as upstream does.
+func (s *Server) admitNamespace(ctx context.Context, r *registry.Resource, ns, name string) error {
 	if !r.Namespaced {
 		return nil
 	}
@@ -180,8 +182,8 @@ func (s *Server) admitNamespace(ctx context.Context, r *registry.Resource, ns st
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if !ok {
-		// The cache may lag a namespace created a moment ago: ask storage.
+	if !ok || s.recentlyDeleted(ns) {
+		// The cache may lag a namespace created or deleted a moment ago: ask storage.
 		got, _, err := s.getFromStorage(ctx, nsRes, "", ns)
 		if err != nil {
 			return err
@@ -190,9 +192,40 @@ func (s *Server) admitNamespace(ctx context.Context, r *registry.Resource, ns st
 	}
 	n := obj.(*corev1.Namespace)
 	if r.Kind != "Event" && (n.Status.Phase == corev1.NamespaceTerminating || n.DeletionTimestamp != nil) {
-		return apierrors.NewForbidden(r.GroupResource(), "", fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		e := apierrors.NewForbidden(r.GroupResource(), name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		e.ErrStatus.Details.Causes = append(e.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", ns), Field: "metadata.namespace"})
+		return e
 	}
 	return nil
+}
+
+// deletedNamespaces remembers namespaces this server marked for deletion recently.
+type deletedNamespaces struct {
+	mu    sync.Mutex
+	times map[string]time.Time
+}
+
+func (s *Server) noteNamespaceDeleted(name string) {
+	s.nsDeleted.mu.Lock()
+	defer s.nsDeleted.mu.Unlock()
+	if s.nsDeleted.times == nil {
+		s.nsDeleted.times = map[string]time.Time{}
+	}
+	now := time.Now()
+	for n, t := range s.nsDeleted.times {
+		if now.Sub(t) > 30*time.Second {
+			delete(s.nsDeleted.times, n)
+		}
+	}
+	s.nsDeleted.times[name] = now
+}
+
+func (s *Server) recentlyDeleted(name string) bool {
+	s.nsDeleted.mu.Lock()
+	defer s.nsDeleted.mu.Unlock()
+	t, ok := s.nsDeleted.times[name]
+	return ok && time.Since(t) < 30*time.Second
 }
 
 // mutateFunc turns the current served object (a private copy; nil when absent and
@@ -588,9 +621,12 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 			}
 		}
 		nsPending := false
-		if n, ok := out.(*corev1.Namespace); ok && len(n.Spec.Finalizers) > 0 {
-			nsPending = true
-			n.Status.Phase = corev1.NamespaceTerminating
+		if n, ok := out.(*corev1.Namespace); ok {
+			s.noteNamespaceDeleted(name)
+			if len(n.Spec.Finalizers) > 0 {
+				nsPending = true
+				n.Status.Phase = corev1.NamespaceTerminating
+			}
 		}
 		if len(finalizers) == 0 && grace == 0 && !nsPending {
 			if dryRun {

@@ -9,7 +9,9 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/deployment"
 	"github.com/kubette/kubette/internal/controller/garbagecollector"
+	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/replicaset"
+	"github.com/kubette/kubette/internal/controller/serviceaccount"
 )
 
 // Controllers returns the registry of every controller, built in one place.
@@ -20,6 +22,8 @@ func Controllers() map[string]controller.Constructor {
 		garbagecollector.Name: func(d controller.Deps) (controller.Runner, error) {
 			return garbagecollector.New(d)
 		},
+		namespace.Name:      func(d controller.Deps) (controller.Runner, error) { return namespace.New(d) },
+		serviceaccount.Name: func(d controller.Deps) (controller.Runner, error) { return serviceaccount.New(d) },
 	}
 }
 

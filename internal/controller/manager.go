@@ -31,6 +31,9 @@ type ManagerOptions struct {
 	LeaseNamespace, LeaseName string
 	// Identity is this instance's holder identity (default hostname + a random suffix).
 	Identity string
+	// KeepLeaseOnStop leaves the lease held when ctx ends instead of releasing it, as a
+	// killed process would (tests use it to check a takeover after the lease expires).
+	KeepLeaseOnStop bool
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (defaults 15 s, 10 s, 2 s as upstream).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Logger receives logs.
@@ -87,7 +90,7 @@ func runWithLease(ctx context.Context, o ManagerOptions, leaseName string, run f
 	leCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: leaseName, ReleaseOnCancel: true,
+		Lock: lock, Name: leaseName, ReleaseOnCancel: !o.KeepLeaseOnStop,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {

@@ -32,13 +32,21 @@ func (p probe) Run(ctx context.Context, _ int) {
 }
 
 func TestLeaderElectionHandsOver(t *testing.T) {
+	for _, killed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stopped", true: "killed"}[killed], func(t *testing.T) { testHandOver(t, killed) })
+	}
+}
+
+// testHandOver: b takes over from a, at once when a releases the lease on stop, or
+// within the lease duration when a is killed and the lease must expire.
+func testHandOver(t *testing.T, killed bool) {
 	env := testenv.Start(t, testenv.Options{})
 	var mu sync.Mutex
 	running := map[string]bool{}
-	start := func(id string, release bool) context.CancelFunc {
+	start := func(id string, keep bool) context.CancelFunc {
 		ctx, cancel := context.WithCancel(context.Background())
 		o := controller.ManagerOptions{
-			Config: env.Config, LeaderElect: true, Identity: id,
+			Config: env.Config, LeaderElect: true, Identity: id, KeepLeaseOnStop: keep,
 			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Controllers: map[string]controller.Constructor{"probe": func(controller.Deps) (controller.Runner, error) {
@@ -73,9 +81,9 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		}
 		t.Fatalf("leader is %v, want %s", leaders(), want)
 	}
-	stopA := start("a", true)
+	stopA := start("a", killed)
 	waitFor("a")
-	stopB := start("b", true)
+	stopB := start("b", false)
 	defer stopB()
 	// b must not act while a holds the lease.
 	for i := 0; i < 20; i++ {
@@ -88,6 +96,12 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "a" {
 		t.Fatalf("lease holder: %v %v", lease, err)
 	}
+	stopped := time.Now()
 	stopA()
 	waitFor("b")
+	took := time.Since(stopped)
+	if killed && took < time.Second {
+		t.Fatalf("b took over %v after a was killed, before a's lease could expire", took)
+	}
+	t.Logf("b leads %v after a stopped (killed=%v)", took, killed)
 }

@@ -1,0 +1,396 @@
+package framework
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Default requests the scorers assume for containers that request nothing, as upstream.
+const (
+	DefaultMilliCPURequest int64 = 100               // 0.1 core
+	DefaultMemoryRequest   int64 = 200 * 1024 * 1024 // 200 MiB
+)
+
+// Resource is an amount of the schedulable resources.
+type Resource struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	// AllowedPodNumber is the node's pod capacity (only meaningful for allocatable).
+	AllowedPodNumber int
+	// ScalarResources holds extended resources (e.g. example.com/gpu) and hugepages.
+	ScalarResources map[corev1.ResourceName]int64
+}
+
+// NewResource converts a ResourceList.
+func NewResource(rl corev1.ResourceList) Resource {
+	var r Resource
+	r.Add(rl)
+	return r
+}
+
+// Add adds a ResourceList.
+func (r *Resource) Add(rl corev1.ResourceList) {
+	for name, q := range rl {
+		switch name {
+		case corev1.ResourceCPU:
+			r.MilliCPU += q.MilliValue()
+		case corev1.ResourceMemory:
+			r.Memory += q.Value()
+		case corev1.ResourceEphemeralStorage:
+			r.EphemeralStorage += q.Value()
+		case corev1.ResourcePods:
+			r.AllowedPodNumber += int(q.Value())
+		default:
+			if r.ScalarResources == nil {
+				r.ScalarResources = map[corev1.ResourceName]int64{}
+			}
+			r.ScalarResources[name] += q.Value()
+		}
+	}
+}
+
+// AddResource adds another Resource.
+func (r *Resource) AddResource(o Resource) {
+	r.MilliCPU += o.MilliCPU
+	r.Memory += o.Memory
+	r.EphemeralStorage += o.EphemeralStorage
+	r.AllowedPodNumber += o.AllowedPodNumber
+	for k, v := range o.ScalarResources {
+		if r.ScalarResources == nil {
+			r.ScalarResources = map[corev1.ResourceName]int64{}
+		}
+		r.ScalarResources[k] += v
+	}
+}
+
+// SubResource subtracts another Resource.
+func (r *Resource) SubResource(o Resource) {
+	r.MilliCPU -= o.MilliCPU
+	r.Memory -= o.Memory
+	r.EphemeralStorage -= o.EphemeralStorage
+	r.AllowedPodNumber -= o.AllowedPodNumber
+	for k, v := range o.ScalarResources {
+		if r.ScalarResources == nil {
+			r.ScalarResources = map[corev1.ResourceName]int64{}
+		}
+		r.ScalarResources[k] -= v
+	}
+}
+
+// max sets each field of r to the larger of r and o.
+func (r *Resource) max(o Resource) {
+	r.MilliCPU = max(r.MilliCPU, o.MilliCPU)
+	r.Memory = max(r.Memory, o.Memory)
+	r.EphemeralStorage = max(r.EphemeralStorage, o.EphemeralStorage)
+	for k, v := range o.ScalarResources {
+		if r.ScalarResources == nil {
+			r.ScalarResources = map[corev1.ResourceName]int64{}
+		}
+		r.ScalarResources[k] = max(r.ScalarResources[k], v)
+	}
+}
+
+// Clone copies the resource.
+func (r Resource) Clone() Resource {
+	out := r
+	if r.ScalarResources != nil {
+		out.ScalarResources = make(map[corev1.ResourceName]int64, len(r.ScalarResources))
+		for k, v := range r.ScalarResources {
+			out.ScalarResources[k] = v
+		}
+	}
+	return out
+}
+
+// PodRequests computes what a pod requests as upstream does: the sum of its app
+// containers and restartable (sidecar) init containers, at least the largest need of any
+// regular init container (plus the sidecars started before it), plus the pod overhead.
+func PodRequests(pod *corev1.Pod) Resource {
+	return podRequests(pod, false)
+}
+
+// PodNonZeroRequests is PodRequests with DefaultMilliCPURequest and DefaultMemoryRequest
+// in place of unset cpu and memory requests of each container (used by the scorers).
+func PodNonZeroRequests(pod *corev1.Pod) Resource {
+	return podRequests(pod, true)
+}
+
+func containerRequests(c *corev1.Container, nonZero bool) Resource {
+	r := NewResource(c.Resources.Requests)
+	if nonZero {
+		if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
+			r.MilliCPU = DefaultMilliCPURequest
+		}
+		if _, ok := c.Resources.Requests[corev1.ResourceMemory]; !ok {
+			r.Memory = DefaultMemoryRequest
+		}
+	}
+	return r
+}
+
+func podRequests(pod *corev1.Pod, nonZero bool) Resource {
+	var sum Resource
+	for i := range pod.Spec.Containers {
+		sum.AddResource(containerRequests(&pod.Spec.Containers[i], nonZero))
+	}
+	var sidecars, initMax Resource
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		r := containerRequests(c, nonZero)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum.AddResource(r)
+			sidecars.AddResource(r)
+			initMax.max(sidecars)
+			continue
+		}
+		r.AddResource(sidecars)
+		initMax.max(r)
+	}
+	sum.max(initMax)
+	if pod.Spec.Overhead != nil {
+		sum.Add(pod.Spec.Overhead)
+	}
+	return sum
+}
+
+// ProtocolPort is a host port with its protocol.
+type ProtocolPort struct {
+	Protocol string
+	Port     int32
+}
+
+// HostPortInfo records the host ports in use on a node by IP.
+type HostPortInfo map[string]map[ProtocolPort]struct{}
+
+const anyIP = "0.0.0.0"
+
+func normalizeHostPort(ip, protocol string) (string, string) {
+	if ip == "" {
+		ip = anyIP
+	}
+	if protocol == "" {
+		protocol = string(corev1.ProtocolTCP)
+	}
+	return ip, protocol
+}
+
+// Add records a used port.
+func (h HostPortInfo) Add(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = normalizeHostPort(ip, protocol)
+	if h[ip] == nil {
+		h[ip] = map[ProtocolPort]struct{}{}
+	}
+	h[ip][ProtocolPort{protocol, port}] = struct{}{}
+}
+
+// Remove forgets a used port.
+func (h HostPortInfo) Remove(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = normalizeHostPort(ip, protocol)
+	if m := h[ip]; m != nil {
+		delete(m, ProtocolPort{protocol, port})
+		if len(m) == 0 {
+			delete(h, ip)
+		}
+	}
+}
+
+// CheckConflict reports whether ip:port/protocol collides with a used port; 0.0.0.0
+// collides with every address.
+func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
+	if port <= 0 {
+		return false
+	}
+	ip, protocol = normalizeHostPort(ip, protocol)
+	pp := ProtocolPort{protocol, port}
+	if ip == anyIP {
+		for _, m := range h {
+			if _, ok := m[pp]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, key := range []string{ip, anyIP} {
+		if _, ok := h[key][pp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ImageStateSummary is what the snapshot knows about an image on a node.
+type ImageStateSummary struct {
+	// Size is the image size in bytes.
+	Size int64
+	// NumNodes is how many nodes have the image.
+	NumNodes int
+}
+
+// PodInfo is a pod in the snapshot.
+type PodInfo struct {
+	Pod *corev1.Pod
+}
+
+func hasAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
+}
+
+func hasRequiredAntiAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+// NodeInfo is one node and the pods on it (bound or assumed), with aggregates.
+type NodeInfo struct {
+	node *corev1.Node
+	// Pods are the pods on the node.
+	Pods []*PodInfo
+	// PodsWithAffinity and PodsWithRequiredAntiAffinity are subsets of Pods.
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	// UsedPorts are the host ports the pods use.
+	UsedPorts HostPortInfo
+	// Requested is the sum of the pods' requests; NonZeroRequested uses the scorer defaults.
+	Requested        Resource
+	NonZeroRequested Resource
+	// Allocatable is the node's allocatable resources.
+	Allocatable Resource
+	// ImageStates summarises the images present on the node (filled by the snapshot).
+	ImageStates map[string]*ImageStateSummary
+	// Generation increases on every change (the snapshot copies only changed nodes).
+	Generation int64
+}
+
+// NewNodeInfo returns an info holding the given pods (no node yet).
+func NewNodeInfo(pods ...*corev1.Pod) *NodeInfo {
+	ni := &NodeInfo{UsedPorts: HostPortInfo{}, ImageStates: map[string]*ImageStateSummary{}}
+	for _, p := range pods {
+		ni.AddPod(p)
+	}
+	return ni
+}
+
+// Node returns the node (nil when only pods are known).
+func (n *NodeInfo) Node() *corev1.Node {
+	if n == nil {
+		return nil
+	}
+	return n.node
+}
+
+// SetNode sets the node and its allocatable resources.
+func (n *NodeInfo) SetNode(node *corev1.Node) {
+	n.node = node
+	n.Allocatable = NewResource(node.Status.Allocatable)
+	n.Generation++
+}
+
+// AddPod accounts for a pod on the node.
+func (n *NodeInfo) AddPod(pod *corev1.Pod) {
+	pi := &PodInfo{Pod: pod}
+	n.Pods = append(n.Pods, pi)
+	if hasAffinity(pod) {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if hasRequiredAntiAffinity(pod) {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
+	n.update(pod, 1)
+}
+
+// RemovePod forgets a pod (matched by UID); it returns an error if the pod is not there.
+func (n *NodeInfo) RemovePod(pod *corev1.Pod) error {
+	idx := -1
+	for i, pi := range n.Pods {
+		if pi.Pod.UID == pod.UID {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return fmt.Errorf("pod %s/%s not found on node %s", pod.Namespace, pod.Name, n.nodeName())
+	}
+	removed := n.Pods[idx].Pod
+	n.Pods = append(n.Pods[:idx], n.Pods[idx+1:]...)
+	n.PodsWithAffinity = removeByUID(n.PodsWithAffinity, pod)
+	n.PodsWithRequiredAntiAffinity = removeByUID(n.PodsWithRequiredAntiAffinity, pod)
+	n.update(removed, -1)
+	return nil
+}
+
+func removeByUID(list []*PodInfo, pod *corev1.Pod) []*PodInfo {
+	for i, pi := range list {
+		if pi.Pod.UID == pod.UID {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+func (n *NodeInfo) nodeName() string {
+	if n.node == nil {
+		return "<unknown>"
+	}
+	return n.node.Name
+}
+
+func (n *NodeInfo) update(pod *corev1.Pod, sign int64) {
+	req, nz := PodRequests(pod), PodNonZeroRequests(pod)
+	if sign > 0 {
+		n.Requested.AddResource(req)
+		n.NonZeroRequested.AddResource(nz)
+	} else {
+		n.Requested.SubResource(req)
+		n.NonZeroRequested.SubResource(nz)
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if sign > 0 {
+				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
+			} else {
+				n.UsedPorts.Remove(p.HostIP, string(p.Protocol), p.HostPort)
+			}
+		}
+	}
+	n.Generation++
+}
+
+// Clone copies the info; pods are shared (they are never modified).
+func (n *NodeInfo) Clone() *NodeInfo {
+	out := &NodeInfo{
+		node:             n.node,
+		Pods:             append([]*PodInfo(nil), n.Pods...),
+		Requested:        n.Requested.Clone(),
+		NonZeroRequested: n.NonZeroRequested.Clone(),
+		Allocatable:      n.Allocatable.Clone(),
+		UsedPorts:        HostPortInfo{},
+		ImageStates:      make(map[string]*ImageStateSummary, len(n.ImageStates)),
+		Generation:       n.Generation,
+	}
+	if len(n.PodsWithAffinity) > 0 {
+		out.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)
+	}
+	if len(n.PodsWithRequiredAntiAffinity) > 0 {
+		out.PodsWithRequiredAntiAffinity = append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...)
+	}
+	for ip, ports := range n.UsedPorts {
+		m := make(map[ProtocolPort]struct{}, len(ports))
+		for p := range ports {
+			m[p] = struct{}{}
+		}
+		out.UsedPorts[ip] = m
+	}
+	for k, v := range n.ImageStates {
+		out.ImageStates[k] = v
+	}
+	return out
+}

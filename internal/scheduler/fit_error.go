@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kubette/kubette/internal/scheduler/framework"
+)
+
+// ErrNoNodesAvailable is the failure when the cluster has no nodes at all.
+var ErrNoNodesAvailable = errors.New("no nodes available to schedule pods")
+
+// Diagnosis records why a pod fits no node.
+type Diagnosis struct {
+	// NodeToStatus holds the status of each node a Filter plugin rejected.
+	NodeToStatus framework.NodeToStatus
+	// AbsentNodesStatus applies to every node not in NodeToStatus (set when a
+	// PreFilter plugin rejected the pod for all nodes).
+	AbsentNodesStatus *framework.Status
+	// UnschedulablePlugins are the plugins that rejected the pod.
+	UnschedulablePlugins sets.Set[string]
+	// PreFilterMsg is the message of the PreFilter plugin that rejected the pod.
+	PreFilterMsg string
+	// PostFilterMsg is the message of the PostFilter plugins (e.g. preemption).
+	PostFilterMsg string
+}
+
+// addPluginStatus records the plugin of a rejection.
+func (d *Diagnosis) addPluginStatus(s *framework.Status) {
+	if s.Plugin() == "" || !s.IsRejected() {
+		return
+	}
+	if d.UnschedulablePlugins == nil {
+		d.UnschedulablePlugins = sets.New[string]()
+	}
+	d.UnschedulablePlugins.Insert(s.Plugin())
+}
+
+// FitError is the failure when no node fits a pod. Its message has upstream's
+// shape: "0/N nodes are available: <PreFilter message>. <count reason, ...>. <PostFilter message>".
+type FitError struct {
+	Pod         *corev1.Pod
+	NumAllNodes int
+	Diagnosis   Diagnosis
+}
+
+// Error returns the message as upstream: the PreFilter message, or else each
+// Filter reason with the number of nodes that gave it, sorted as strings; then the
+// PostFilter message if a PostFilter plugin ran.
+func (f *FitError) Error() string {
+	msg := fmt.Sprintf("0/%d nodes are available:", f.NumAllNodes)
+	if f.Diagnosis.PreFilterMsg != "" {
+		msg += " " + f.Diagnosis.PreFilterMsg + "."
+	} else {
+		counts := map[string]int{}
+		for _, s := range f.Diagnosis.NodeToStatus {
+			for _, r := range s.Reasons() {
+				counts[r]++
+			}
+		}
+		if absent := f.NumAllNodes - len(f.Diagnosis.NodeToStatus); absent > 0 && f.Diagnosis.AbsentNodesStatus != nil {
+			for _, r := range f.Diagnosis.AbsentNodesStatus.Reasons() {
+				counts[r] += absent
+			}
+		}
+		reasons := make([]string, 0, len(counts))
+		for r, n := range counts {
+			reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
+		}
+		sort.Strings(reasons)
+		if len(reasons) > 0 {
+			msg += " " + strings.Join(reasons, ", ") + "."
+		}
+	}
+	if f.Diagnosis.PostFilterMsg != "" {
+		msg += " " + f.Diagnosis.PostFilterMsg
+	}
+	return msg
+}

@@ -1,0 +1,151 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// RunWithLeaderElection runs a scheduler against the API server of cfg until ctx
+// is done: it builds clients with high client-side limits (QPS 5000, burst 10000),
+// the informers and the event recorder from cfg (o.Client, o.Informers and
+// o.Recorder are ignored), starts the informers at once, and schedules — with
+// o.LeaderElect, only while holding the Lease (kube-system/kube-scheduler by
+// default). Losing the lease is an error, as upstream (whose process then exits).
+func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) error {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 5000, 10000
+	c = rest.AddUserAgent(c, "kubette-scheduler")
+	client, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return fmt.Errorf("scheduler clientset: %w", err)
+	}
+	if o.SchedulerName == "" {
+		o.SchedulerName = DefaultSchedulerName
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	o.Client, o.Informers = client, factory
+	o.Recorder = broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sched, err := New(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return fmt.Errorf("start event recording: %w", err)
+	}
+	defer broadcaster.Shutdown()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer cancel() // runs before Shutdown: informers stop first
+
+	if !o.LeaderElect {
+		return sched.Run(ctx)
+	}
+	// A separate client, so that scheduling traffic never delays lease renewals.
+	leClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "kubette-scheduler-leader-election"))
+	if err != nil {
+		return fmt.Errorf("leader election clientset: %w", err)
+	}
+	return runWithLease(ctx, leClient, o, sched.Run)
+}
+
+// runWithLease calls run while this instance holds the Lease.
+func runWithLease(ctx context.Context, client kubernetes.Interface, o Options, run func(context.Context) error) error {
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = "kube-system"
+	}
+	if o.LeaseName == "" {
+		o.LeaseName = "kube-scheduler"
+	}
+	if o.Identity == "" {
+		host, _ := os.Hostname()
+		o.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaseNamespace, o.LeaseName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.Identity})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	leCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The elector starts OnStartedLeading on a goroutine of its own: mu and stopped
+	// make sure run is either waited for or never started once le.Run returned.
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		stopped bool
+		runErr  error
+		led     bool
+	)
+	lease := o.LeaseNamespace + "/" + o.LeaseName
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: o.LeaseName, ReleaseOnCancel: true,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					return
+				}
+				wg.Add(1)
+				led = true
+				mu.Unlock()
+				defer wg.Done()
+				logger.Info("became leader", "lease", lease, "identity", o.Identity)
+				err := run(ctx)
+				mu.Lock()
+				runErr = err
+				mu.Unlock()
+			},
+			OnStoppedLeading: func() {
+				logger.Info("stopped leading", "lease", lease, "identity", o.Identity)
+				cancel()
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	le.Run(leCtx)
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if runErr != nil {
+		return runErr
+	}
+	if ctx.Err() == nil && led {
+		return fmt.Errorf("lost the lease %s", lease)
+	}
+	if ctx.Err() == nil {
+		return errors.New("leader election ended without leading")
+	}
+	return nil
+}

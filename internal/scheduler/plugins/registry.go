@@ -1,0 +1,51 @@
+// Package plugins holds the in-tree scheduler plugins, one package each, and the
+// registry that names them: NewInTreeRegistry maps every plugin name to its
+// constructor, and DefaultProfile lists the plugins the scheduler runs by default,
+// in upstream's order and with upstream's score weights.
+package plugins
+
+import (
+	"github.com/kubette/kubette/internal/scheduler/framework"
+	"github.com/kubette/kubette/internal/scheduler/plugins/defaultbinder"
+	"github.com/kubette/kubette/internal/scheduler/plugins/nodename"
+	"github.com/kubette/kubette/internal/scheduler/plugins/nodeports"
+	"github.com/kubette/kubette/internal/scheduler/plugins/nodeunschedulable"
+	"github.com/kubette/kubette/internal/scheduler/plugins/tainttoleration"
+)
+
+// PluginConfig enables one plugin in a scheduling profile: at every extension point
+// it implements, in the order of the profile.
+type PluginConfig struct {
+	// Name is the plugin's registered name.
+	Name string
+	// Weight multiplies the plugin's normalised scores (0 means 1). Ignored for
+	// plugins that do not score.
+	Weight int64
+	// Args is passed to the plugin's constructor (nil for defaults).
+	Args any
+}
+
+// NewInTreeRegistry returns the constructors of the in-tree plugins by name.
+func NewInTreeRegistry() framework.Registry {
+	return framework.Registry{
+		nodeunschedulable.Name: nodeunschedulable.New,
+		nodename.Name:          nodename.New,
+		tainttoleration.Name:   tainttoleration.New,
+		nodeports.Name:         nodeports.New,
+		defaultbinder.Name:     defaultbinder.New,
+	}
+}
+
+// DefaultProfile returns upstream's default plugins in upstream's order, with its
+// score weights: TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
+// InterPodAffinity 2, NodeResourcesFit 1, NodeResourcesBalancedAllocation 1,
+// ImageLocality 1; DefaultBinder binds.
+func DefaultProfile() []PluginConfig {
+	return []PluginConfig{
+		{Name: nodeunschedulable.Name},
+		{Name: nodename.Name},
+		{Name: tainttoleration.Name, Weight: 3},
+		{Name: nodeports.Name},
+		{Name: defaultbinder.Name},
+	}
+}

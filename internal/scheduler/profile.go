@@ -1,0 +1,295 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubette/kubette/internal/scheduler/framework"
+	"github.com/kubette/kubette/internal/scheduler/plugins"
+)
+
+// profile is the instantiated plugin set of one scheduler name, split by
+// extension point in the configured order, and the code that runs each point.
+type profile struct {
+	preFilter   []framework.PreFilterPlugin
+	filter      []framework.FilterPlugin
+	postFilter  []framework.PostFilterPlugin
+	preScore    []framework.PreScorePlugin
+	score       []weightedScorePlugin
+	bind        []framework.BindPlugin
+	parallelism int
+}
+
+type weightedScorePlugin struct {
+	framework.ScorePlugin
+	weight int64
+}
+
+// handle is what plugins get from the scheduler.
+type handle struct {
+	snapshot  framework.SharedLister
+	client    kubernetes.Interface
+	informers informers.SharedInformerFactory
+}
+
+// SnapshotSharedLister returns the snapshot of the current scheduling cycle.
+func (h *handle) SnapshotSharedLister() framework.SharedLister { return h.snapshot }
+
+// ClientSet returns the scheduler's client.
+func (h *handle) ClientSet() kubernetes.Interface { return h.client }
+
+// SharedInformerFactory returns the scheduler's informer factory.
+func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
+
+var _ framework.Handle = (*handle)(nil)
+
+// newProfile builds every configured plugin once from the registry.
+func newProfile(ctx context.Context, registry framework.Registry, configs []plugins.PluginConfig, h framework.Handle, parallelism int) (*profile, error) {
+	p := &profile{parallelism: parallelism}
+	seen := map[string]bool{}
+	for _, c := range configs {
+		if seen[c.Name] {
+			return nil, fmt.Errorf("plugin %q is configured twice", c.Name)
+		}
+		seen[c.Name] = true
+		factory, ok := registry[c.Name]
+		if !ok {
+			return nil, fmt.Errorf("plugin %q does not exist in the registry", c.Name)
+		}
+		if c.Weight < 0 {
+			return nil, fmt.Errorf("plugin %q: negative score weight %d", c.Name, c.Weight)
+		}
+		pl, err := factory(ctx, c.Args, h)
+		if err != nil {
+			return nil, fmt.Errorf("build plugin %q: %w", c.Name, err)
+		}
+		if pl.Name() != c.Name {
+			return nil, fmt.Errorf("plugin %q calls itself %q", c.Name, pl.Name())
+		}
+		used := false
+		if x, ok := pl.(framework.PreFilterPlugin); ok {
+			p.preFilter, used = append(p.preFilter, x), true
+		}
+		if x, ok := pl.(framework.FilterPlugin); ok {
+			p.filter, used = append(p.filter, x), true
+		}
+		if x, ok := pl.(framework.PostFilterPlugin); ok {
+			p.postFilter, used = append(p.postFilter, x), true
+		}
+		if x, ok := pl.(framework.PreScorePlugin); ok {
+			p.preScore, used = append(p.preScore, x), true
+		}
+		if x, ok := pl.(framework.ScorePlugin); ok {
+			w := c.Weight
+			if w == 0 {
+				w = 1
+			}
+			if w > math.MaxInt64/framework.MaxNodeScore/int64(len(configs)+1) {
+				return nil, fmt.Errorf("plugin %q: score weight %d overflows", c.Name, w)
+			}
+			p.score, used = append(p.score, weightedScorePlugin{ScorePlugin: x, weight: w}), true
+		}
+		if x, ok := pl.(framework.BindPlugin); ok {
+			p.bind, used = append(p.bind, x), true
+		}
+		if !used {
+			return nil, fmt.Errorf("plugin %q implements no extension point", c.Name)
+		}
+	}
+	if len(p.bind) == 0 {
+		return nil, errors.New("the profile has no bind plugin")
+	}
+	return p, nil
+}
+
+// parallelizeN runs work for pieces 0..n-1 on up to p.parallelism goroutines, in
+// chunks of about √n as upstream; it stops handing out pieces once ctx is done.
+func (p *profile) parallelizeN(ctx context.Context, n int, work func(i int)) {
+	chunk := int(math.Sqrt(float64(n)))
+	if r := n/p.parallelism + 1; chunk > r {
+		chunk = r
+	}
+	chunk = max(chunk, 1)
+	workqueue.ParallelizeUntil(ctx, p.parallelism, n, work, workqueue.WithChunkSize(chunk))
+}
+
+// runPreFilter runs the PreFilter plugins. A plugin that returns Skip has its
+// Filter skipped for this pod. UnschedulableAndUnresolvable stops at once;
+// Unschedulable lets the other PreFilters run (their state serves PostFilter).
+func (p *profile) runPreFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) *framework.Status {
+	var rejected *framework.Status
+	for _, pl := range p.preFilter {
+		s := pl.PreFilter(ctx, state, pod)
+		switch {
+		case s.IsSuccess():
+		case s.IsSkip():
+			state.SkipFilterPlugins[pl.Name()] = true
+		case s.Code() == framework.UnschedulableAndUnresolvable:
+			return framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
+		case s.Code() == framework.Unschedulable:
+			rejected = framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
+		default:
+			return framework.AsStatus(fmt.Errorf("running PreFilter plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+		}
+	}
+	return rejected
+}
+
+// runFilter runs the Filter plugins on one node and returns the first rejection.
+// It is called for many nodes at once.
+func (p *profile) runFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	for _, pl := range p.filter {
+		if state.SkipFilterPlugins[pl.Name()] {
+			continue
+		}
+		s := pl.Filter(ctx, state, pod, ni)
+		if s.IsSuccess() {
+			continue
+		}
+		if s.IsRejected() {
+			// A copy: plugins may hand out shared statuses, and many nodes run at once.
+			return framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
+		}
+		return framework.AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+	}
+	return nil
+}
+
+// runPostFilter runs the PostFilter plugins until one succeeds (or declares the
+// pod unresolvable); otherwise their reasons are joined into one Unschedulable status.
+func (p *profile) runPostFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, filtered framework.NodeToStatus) (string, *framework.Status) {
+	var reasons []string
+	var rejector, nominated string
+	for _, pl := range p.postFilter {
+		n, s := pl.PostFilter(ctx, state, pod, filtered)
+		if s.IsSuccess() {
+			return n, s
+		}
+		if s.Code() == framework.UnschedulableAndUnresolvable {
+			return n, framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
+		}
+		if !s.IsRejected() {
+			return "", framework.AsStatus(fmt.Errorf("running PostFilter plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+		}
+		reasons = append(reasons, s.Reasons()...)
+		if rejector == "" {
+			rejector = pl.Name()
+		}
+		if n != "" {
+			nominated = n
+		}
+	}
+	return nominated, framework.NewStatus(framework.Unschedulable, reasons...).WithPlugin(rejector)
+}
+
+// runPreScore runs the PreScore plugins; Skip drops the plugin's Score for this pod.
+func (p *profile) runPreScore(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+	for _, pl := range p.preScore {
+		s := pl.PreScore(ctx, state, pod, nodes)
+		if s.IsSkip() {
+			state.SkipScorePlugins[pl.Name()] = true
+			continue
+		}
+		if !s.IsSuccess() {
+			return framework.AsStatus(fmt.Errorf("running PreScore plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+		}
+	}
+	return nil
+}
+
+// runScore scores the nodes with every Score plugin in parallel, normalises each
+// plugin's scores, checks they lie in [MinNodeScore, MaxNodeScore], multiplies
+// them by the plugin's weight and returns the per-node totals (in nodes' order).
+func (p *profile) runScore(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScore, *framework.Status) {
+	totals := make([]framework.NodeScore, len(nodes))
+	for i, ni := range nodes {
+		totals[i].Name = ni.Node().Name
+	}
+	var active []weightedScorePlugin
+	for _, pl := range p.score {
+		if !state.SkipScorePlugins[pl.Name()] {
+			active = append(active, pl)
+		}
+	}
+	if len(active) == 0 {
+		return totals, nil
+	}
+	scores := make([][]framework.NodeScore, len(active))
+	for j := range active {
+		scores[j] = make([]framework.NodeScore, len(nodes))
+	}
+	var (
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(cancel context.CancelFunc, err error) {
+		errOnce.Do(func() { firstErr = err })
+		cancel()
+	}
+	scoreCtx, cancel := context.WithCancel(ctx)
+	p.parallelizeN(scoreCtx, len(nodes), func(i int) {
+		for j, pl := range active {
+			s, st := pl.Score(scoreCtx, state, pod, nodes[i])
+			if !st.IsSuccess() {
+				fail(cancel, fmt.Errorf("running Score plugin %q: %w", pl.Name(), st.AsError()))
+				return
+			}
+			scores[j][i] = framework.NodeScore{Name: totals[i].Name, Score: s}
+		}
+	})
+	if firstErr == nil {
+		p.parallelizeN(scoreCtx, len(active), func(j int) {
+			ext := active[j].ScoreExtensions()
+			if ext == nil {
+				return
+			}
+			if st := ext.NormalizeScore(scoreCtx, state, pod, scores[j]); !st.IsSuccess() {
+				fail(cancel, fmt.Errorf("running Normalize on Score plugin %q: %w", active[j].Name(), st.AsError()))
+			}
+		})
+	}
+	cancel()
+	if firstErr != nil {
+		return nil, framework.AsStatus(firstErr)
+	}
+	for j, pl := range active {
+		for i, s := range scores[j] {
+			if s.Score < framework.MinNodeScore || s.Score > framework.MaxNodeScore {
+				return nil, framework.AsStatus(fmt.Errorf("plugin %q returns an invalid score %d, it should in the range of [%d, %d] after normalizing",
+					pl.Name(), s.Score, framework.MinNodeScore, framework.MaxNodeScore))
+			}
+			totals[i].Score += s.Score * pl.weight
+		}
+	}
+	return totals, nil
+}
+
+// runBind runs the Bind plugins until one does not Skip.
+func (p *profile) runBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodeName string) *framework.Status {
+	for _, pl := range p.bind {
+		s := pl.Bind(ctx, state, pod, nodeName)
+		if s.IsSkip() {
+			continue
+		}
+		if s.IsSuccess() {
+			return nil
+		}
+		if s.IsRejected() {
+			return framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
+		}
+		return framework.AsStatus(fmt.Errorf("running Bind plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+	}
+	return framework.AsStatus(fmt.Errorf("every bind plugin skipped pod %s/%s", pod.Namespace, pod.Name))
+}
+
+func (p *profile) hasScorePlugins() bool      { return len(p.score) > 0 }
+func (p *profile) hasFilterPlugins() bool     { return len(p.filter) > 0 }
+func (p *profile) hasPostFilterPlugins() bool { return len(p.postFilter) > 0 }

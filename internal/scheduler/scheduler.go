@@ -1,0 +1,241 @@
+// Package scheduler is kubette's scheduler, as upstream's kube-scheduler: it
+// watches pods that have no node and name this scheduler, and for each one runs a
+// scheduling cycle — PreFilter, Filter on the nodes in parallel, PostFilter when
+// none fits, PreScore, Score with normalisation and weights — then assumes the pod
+// on the best node in its cache and binds it asynchronously through the Bind
+// plugins (pods/binding), so that the next pod is scheduled while the last bind is
+// in flight. Pods that fit nowhere get a PodScheduled=False condition, a
+// FailedScheduling event, and wait in the queue until a cluster event may help.
+//
+// The plugins live in plugins/, one package each, behind the interfaces of
+// framework/; the queue and the cache with its snapshot live in queue/ and cache/.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+
+	"github.com/kubette/kubette/internal/scheduler/cache"
+	"github.com/kubette/kubette/internal/scheduler/framework"
+	"github.com/kubette/kubette/internal/scheduler/plugins"
+	"github.com/kubette/kubette/internal/scheduler/queue"
+)
+
+// Defaults.
+const (
+	// DefaultSchedulerName is the scheduler name pods get when they name none.
+	DefaultSchedulerName = corev1.DefaultSchedulerName
+	// DefaultParallelism is how many goroutines filter and score nodes (as upstream).
+	DefaultParallelism = 16
+	// DefaultMaxBindsInFlight bounds the concurrent binding goroutines.
+	DefaultMaxBindsInFlight = 512
+)
+
+// Options configure a Scheduler.
+type Options struct {
+	// Client talks to the API server (binding, pod status).
+	Client kubernetes.Interface
+	// Informers is the shared informer factory the scheduler registers its pod and
+	// node informers on; the caller starts it after New.
+	Informers informers.SharedInformerFactory
+	// Recorder records the Scheduled and FailedScheduling events.
+	Recorder events.EventRecorder
+	// SchedulerName selects the pods this scheduler handles (default-scheduler).
+	SchedulerName string
+	// PercentageOfNodesToScore bounds how many feasible nodes are looked for: 0 is
+	// adaptive as upstream (50% - nodes/125, at least 5%), never fewer than 100 nodes.
+	PercentageOfNodesToScore int32
+	// Registry builds plugins by name (plugins.NewInTreeRegistry when nil).
+	Registry framework.Registry
+	// Profile lists the enabled plugins in order (plugins.DefaultProfile when nil).
+	Profile []plugins.PluginConfig
+	// Parallelism is the number of goroutines that filter and score (16 when 0).
+	Parallelism int
+	// MaxBindsInFlight bounds the concurrent binds (512 when 0).
+	MaxBindsInFlight int
+	// Logger receives logs (slog.Default when nil).
+	Logger *slog.Logger
+
+	// LeaderElect makes RunWithLeaderElection schedule only while holding the Lease
+	// LeaseNamespace/LeaseName (kube-system/kube-scheduler).
+	LeaderElect               bool
+	LeaseNamespace, LeaseName string
+	// Identity is the holder identity (hostname and a random suffix when empty).
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (15 s, 10 s, 2 s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// PodInitialBackoff, PodMaxBackoff and PodMaxInUnschedulablePodsDuration tune
+	// the queue (1 s, 10 s, 5 min).
+	PodInitialBackoff, PodMaxBackoff, PodMaxInUnschedulablePodsDuration time.Duration
+	// AssumedPodTTL is how long a bound pod may stay unconfirmed by the informer (30 s).
+	AssumedPodTTL time.Duration
+	// Clock is the time source of the queue and the cache (the real clock when nil).
+	Clock clock.WithTicker
+	// Rand breaks ties between the best nodes (a randomly seeded source when nil).
+	// It is used by the scheduling goroutine only.
+	Rand *rand.Rand
+}
+
+// Scheduler assigns nodes to pods.
+type Scheduler struct {
+	client        kubernetes.Interface
+	informers     informers.SharedInformerFactory
+	recorder      events.EventRecorder
+	schedulerName string
+	percentage    int32
+	logger        *slog.Logger
+	clock         clock.WithTicker
+	rand          *rand.Rand
+
+	cache    *cache.Cache
+	queue    *queue.PriorityQueue
+	snapshot *cache.Snapshot
+	profile  *profile
+
+	podInformer toolscache.SharedIndexInformer
+	podLister   corelisters.PodLister
+	handlers    []toolscache.ResourceEventHandlerRegistration
+
+	// nextStartNodeIndex is where the next cycle starts filtering (round-robin).
+	nextStartNodeIndex int
+	// bindSlots bounds the binding goroutines; binds tracks them.
+	bindSlots chan struct{}
+	binds     sync.WaitGroup
+}
+
+// New builds a scheduler: its plugins, queue and cache, and registers its event
+// handlers on the informers. Start the informer factory after New, then call Run.
+func New(ctx context.Context, o Options) (*Scheduler, error) {
+	if o.Client == nil || o.Informers == nil {
+		return nil, errors.New("scheduler: Client and Informers are required")
+	}
+	if o.PercentageOfNodesToScore < 0 || o.PercentageOfNodesToScore > 100 {
+		return nil, fmt.Errorf("scheduler: percentageOfNodesToScore %d is not in [0, 100]", o.PercentageOfNodesToScore)
+	}
+	if o.SchedulerName == "" {
+		o.SchedulerName = DefaultSchedulerName
+	}
+	if o.Registry == nil {
+		o.Registry = plugins.NewInTreeRegistry()
+	}
+	if o.Profile == nil {
+		o.Profile = plugins.DefaultProfile()
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = DefaultParallelism
+	}
+	if o.MaxBindsInFlight <= 0 {
+		o.MaxBindsInFlight = DefaultMaxBindsInFlight
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if o.Recorder == nil {
+		o.Recorder = &events.FakeRecorder{}
+	}
+	s := &Scheduler{
+		client:        o.Client,
+		informers:     o.Informers,
+		recorder:      o.Recorder,
+		schedulerName: o.SchedulerName,
+		percentage:    o.PercentageOfNodesToScore,
+		logger:        o.Logger.With("component", "scheduler"),
+		clock:         o.Clock,
+		rand:          o.Rand,
+		cache:         cache.New(cache.Options{TTL: o.AssumedPodTTL, Clock: o.Clock, Logger: o.Logger}),
+		queue: queue.New(queue.Options{Clock: o.Clock, Logger: o.Logger,
+			PodInitialBackoff: o.PodInitialBackoff, PodMaxBackoff: o.PodMaxBackoff,
+			PodMaxInUnschedulablePodsDuration: o.PodMaxInUnschedulablePodsDuration}),
+		snapshot:  cache.NewEmptySnapshot(),
+		bindSlots: make(chan struct{}, o.MaxBindsInFlight),
+	}
+	// The pod informer leaves out terminal pods, as upstream's: they use no resources.
+	// It must exist before the plugins ask the factory for pods.
+	podInformer := o.Informers.InformerFor(&corev1.Pod{}, newPodInformer)
+	s.podInformer = podInformer
+	s.podLister = corelisters.NewPodLister(podInformer.GetIndexer())
+	h := &handle{snapshot: s.snapshot, client: o.Client, informers: o.Informers}
+	prof, err := newProfile(ctx, o.Registry, o.Profile, h, o.Parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler profile %s: %w", o.SchedulerName, err)
+	}
+	s.profile = prof
+	if err := s.addEventHandlers(podInformer, o.Informers.Core().V1().Nodes().Informer()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newPodInformer watches every pod that is not Succeeded or Failed.
+func newPodInformer(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+	selector := fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed))
+	return coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
+}
+
+// Run waits for the informers to sync, then schedules pods one at a time until ctx
+// is done, and waits for the binds in flight before it returns.
+func (s *Scheduler) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.queue.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.cache.Run(ctx)
+	}()
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.hasSynced) {
+		return fmt.Errorf("scheduler: informers did not sync: %w", context.Cause(ctx))
+	}
+	s.logger.Info("scheduler started", "schedulerName", s.schedulerName)
+	for ctx.Err() == nil {
+		s.scheduleOne(ctx)
+	}
+	s.binds.Wait()
+	return nil
+}
+
+// hasSynced reports whether every informer handler has seen the initial list.
+func (s *Scheduler) hasSynced() bool {
+	for _, h := range s.handlers {
+		if !h.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Cache returns the scheduler's cache (for tests and debugging).
+func (s *Scheduler) Cache() *cache.Cache { return s.cache }
+
+// Queue returns the scheduler's queue (for tests and debugging).
+func (s *Scheduler) Queue() *queue.PriorityQueue { return s.queue }

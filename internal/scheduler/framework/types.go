@@ -352,7 +352,13 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int64) {
 		n.Requested.SubResource(req)
 		n.NonZeroRequested.SubResource(nz)
 	}
-	for _, c := range pod.Spec.Containers {
+	containers := pod.Spec.Containers
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			containers = append(containers[:len(containers):len(containers)], c) // sidecars keep their ports
+		}
+	}
+	for _, c := range containers {
 		for _, p := range c.Ports {
 			if sign > 0 {
 				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)

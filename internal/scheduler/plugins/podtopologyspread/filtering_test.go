@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -860,5 +861,60 @@ func BenchmarkPreFilter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		pl.PreFilter(b.Context(), framework.NewCycleState(), pod)
+	}
+}
+
+// TestFilterConcurrent counts over 1000 nodes (PreFilter runs in parallel)
+// and filters from several goroutines, checking against a sequential pass
+// and against counts made by hand (run with -race).
+func TestFilterConcurrent(t *testing.T) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 1000 {
+		name := fmt.Sprintf("node-%d", i)
+		nodes = append(nodes, makeNode().Name(name).Label(corev1.LabelHostname, name).Label(corev1.LabelTopologyZone, fmt.Sprintf("zone-%d", i%10)).Obj())
+		for j := range i % 4 {
+			pods = append(pods, makePod().Name(fmt.Sprintf("p-%d-%d", i, j)).Node(name).Label("foo", "").Obj())
+		}
+	}
+	snap := newSnapshot(pods, nodes)
+	pl := newPlugin(t, snap)
+	pod := makePod().Name("p").Label("foo", "").
+		SpreadConstraint(1, corev1.LabelTopologyZone, corev1.DoNotSchedule, fooSelector, nil, nil, nil, nil).
+		SpreadConstraint(2, corev1.LabelHostname, corev1.DoNotSchedule, fooSelector, nil, nil, nil, nil).Obj()
+	state := framework.NewCycleState()
+	if st := pl.PreFilter(t.Context(), state, pod); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	s, _ := getPreFilterState(state)
+	// Zone z holds the nodes i%10==z, each with i%4 matching pods.
+	for z := range 10 {
+		want := 0
+		for i := z; i < 1000; i += 10 {
+			want += i % 4
+		}
+		if got := s.TpValueToMatchNum[0][fmt.Sprintf("zone-%d", z)]; got != want {
+			t.Errorf("zone-%d: %d pods, want %d", z, got, want)
+		}
+	}
+	infos, _ := snap.List()
+	want := make([]framework.Code, len(infos))
+	for i, ni := range infos {
+		want[i] = pl.Filter(t.Context(), state, pod, ni).Code()
+	}
+	got := make([]framework.Code, len(infos))
+	parallelize(t.Context(), len(infos), func(i int) {
+		got[i] = pl.Filter(t.Context(), state, pod, infos[i]).Code()
+	})
+	if !slices.Equal(got, want) {
+		t.Error("parallel Filter results differ from sequential ones")
+	}
+	// Even zones hold 100 matching pods and odd ones 200, so odd nodes break
+	// the zone constraint; on even nodes (0 or 2 pods) the hostname constraint
+	// (minimum 0, maxSkew 2, the pod matches itself) leaves those with 0 pods.
+	for i, c := range want {
+		if (c == framework.Success) != (i%4 == 0) {
+			t.Errorf("node-%d: %v", i, c)
+		}
 	}
 }

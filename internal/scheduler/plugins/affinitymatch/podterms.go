@@ -45,9 +45,13 @@ type WeightedTerm struct {
 
 // PodTerms are a pod's parsed inter-pod affinity and anti-affinity terms.
 type PodTerms struct {
-	RequiredAffinity      []Term
-	RequiredAntiAffinity  []Term
-	PreferredAffinity     []WeightedTerm
+	// RequiredAffinity are podAffinity.requiredDuringSchedulingIgnoredDuringExecution.
+	RequiredAffinity []Term
+	// RequiredAntiAffinity are podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.
+	RequiredAntiAffinity []Term
+	// PreferredAffinity are podAffinity.preferredDuringSchedulingIgnoredDuringExecution.
+	PreferredAffinity []WeightedTerm
+	// PreferredAntiAffinity are podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.
 	PreferredAntiAffinity []WeightedTerm
 }
 

@@ -132,13 +132,17 @@ func calPreFilterState(ctx context.Context, pod *corev1.Pod, constraints []const
 	}
 
 	required := affinitymatch.GetRequiredNodeAffinity(pod)
+	// Each node appends at most one count per constraint into its own
+	// window of one shared backing array.
+	k := len(constraints)
+	backing := make([]topologyCount, len(allNodes)*k)
 	tpCountsByNode := make([][]topologyCount, len(allNodes))
 	parallelize(ctx, len(allNodes), func(n int) {
 		node := allNodes[n].Node()
 		if node == nil || !nodeLabelsMatchSpreadConstraints(node.Labels, constraints) {
 			return
 		}
-		tpCounts := make([]topologyCount, 0, len(constraints))
+		tpCounts := backing[n*k : n*k : (n+1)*k]
 		for i := range constraints {
 			c := &constraints[i]
 			if !c.matchNodeInclusionPolicies(pod, node, required) {

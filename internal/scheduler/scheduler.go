@@ -43,8 +43,9 @@ const (
 	DefaultSchedulerName = corev1.DefaultSchedulerName
 	// DefaultParallelism is how many goroutines filter and score nodes (as upstream).
 	DefaultParallelism = 16
-	// DefaultMaxBindsInFlight bounds the concurrent binding goroutines.
-	DefaultMaxBindsInFlight = 512
+	// DefaultMaxBindsInFlight bounds the concurrent binding goroutines: below the
+	// 250 streams an HTTP/2 connection carries by default, so binds share one connection.
+	DefaultMaxBindsInFlight = 128
 )
 
 // Options configure a Scheduler.
@@ -67,7 +68,7 @@ type Options struct {
 	Profile []plugins.PluginConfig
 	// Parallelism is the number of goroutines that filter and score (16 when 0).
 	Parallelism int
-	// MaxBindsInFlight bounds the concurrent binds (512 when 0).
+	// MaxBindsInFlight bounds the concurrent binds (128 when 0).
 	MaxBindsInFlight int
 	// Logger receives logs (slog.Default when nil).
 	Logger *slog.Logger

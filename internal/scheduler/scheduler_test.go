@@ -13,9 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/kubette/kubette/internal/scheduler/cache"
 	"github.com/kubette/kubette/internal/scheduler/framework"
+	"github.com/kubette/kubette/internal/scheduler/plugins"
 )
 
 func scoreAll(v int64) *fakeScore {
@@ -455,4 +459,38 @@ func TestEventHandlers(t *testing.T) {
 
 func toolscacheTombstone(n *corev1.Node) any {
 	return toolscache.DeletedFinalStateUnknown{Key: n.Name, Obj: n}
+}
+
+func TestDefaultProfileBuilds(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	h := &handle{snapshot: cache.NewEmptySnapshot(), client: client, informers: informers.NewSharedInformerFactory(client, 0)}
+	reg, prof := plugins.NewInTreeRegistry(), plugins.DefaultProfile()
+	p, err := newProfile(context.Background(), reg, prof, h, DefaultParallelism)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inProfile := map[string]bool{}
+	for _, c := range prof {
+		inProfile[c.Name] = true
+	}
+	for name := range reg {
+		if !inProfile[name] {
+			t.Errorf("registered plugin %s is not in the default profile", name)
+		}
+	}
+	if len(p.bind) != 1 || p.bind[0].Name() != "DefaultBinder" {
+		t.Fatalf("binders %v", p.bind)
+	}
+	weights := map[string]int64{}
+	for _, s := range p.score {
+		weights[s.Name()] = s.weight
+	}
+	for name, w := range map[string]int64{"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
+		"NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1} {
+		if got, ok := weights[name]; ok && got != w {
+			t.Errorf("%s weight %d, want %d", name, got, w)
+		} else if !ok && reg[name] != nil {
+			t.Errorf("%s is registered but does not score", name)
+		}
+	}
 }

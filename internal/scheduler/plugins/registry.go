@@ -7,9 +7,12 @@ package plugins
 import (
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins/defaultbinder"
+	"github.com/kubette/kubette/internal/scheduler/plugins/imagelocality"
+	"github.com/kubette/kubette/internal/scheduler/plugins/nodeaffinity"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodename"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeports"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeunschedulable"
+	"github.com/kubette/kubette/internal/scheduler/plugins/podtopologyspread"
 	"github.com/kubette/kubette/internal/scheduler/plugins/tainttoleration"
 )
 
@@ -31,7 +34,10 @@ func NewInTreeRegistry() framework.Registry {
 		nodeunschedulable.Name: nodeunschedulable.New,
 		nodename.Name:          nodename.New,
 		tainttoleration.Name:   tainttoleration.New,
+		nodeaffinity.Name:      nodeaffinity.New,
 		nodeports.Name:         nodeports.New,
+		podtopologyspread.Name: podtopologyspread.New,
+		imagelocality.Name:     imagelocality.New,
 		defaultbinder.Name:     defaultbinder.New,
 	}
 }
@@ -45,7 +51,10 @@ func DefaultProfile() []PluginConfig {
 		{Name: nodeunschedulable.Name},
 		{Name: nodename.Name},
 		{Name: tainttoleration.Name, Weight: 3},
+		{Name: nodeaffinity.Name, Weight: 2},
 		{Name: nodeports.Name},
+		{Name: podtopologyspread.Name, Weight: 2},
+		{Name: imagelocality.Name, Weight: 1},
 		{Name: defaultbinder.Name},
 	}
 }

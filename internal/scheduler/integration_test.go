@@ -556,3 +556,75 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("lease holder %v", lease.Spec.HolderIdentity)
 	}
 }
+
+// A pod that finishes leaves the scheduler's informer (its field selector drops
+// terminal pods): its room goes to a pending pod.
+func TestFinishedPodFreesItsRoom(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	c := env.Client
+	ctx := context.Background()
+	createNode(t, c, nodeSpec{name: "only", cpu: "1"})
+	startScheduler(t, env, scheduler.Options{})
+	createPod(t, c, newPod("job", "1"))
+	nodeOf(t, c, "job")
+	createPod(t, c, newPod("next", "1"))
+	if msg := waitUnschedulable(t, c, "next"); msg != "0/1 nodes are available: 1 Insufficient cpu." {
+		t.Fatalf("message %q", msg)
+	}
+	job, err := c.CoreV1().Pods("default").Get(ctx, "job", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Status.Phase = corev1.PodSucceeded
+	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeOf(t, c, "next"); got != "only" {
+		t.Fatalf("next on %q", got)
+	}
+}
+
+// Two schedulers with leader election: only the holder schedules; when it stops
+// (releasing the lease) the other takes over.
+func TestLeaderHandOver(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	c := env.Client
+	ctx := context.Background()
+	createNode(t, c, nodeSpec{name: "n1", cpu: "4"})
+	le := func(id string) scheduler.Options {
+		return scheduler.Options{LeaderElect: true, Identity: id,
+			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond}
+	}
+	holder := func() string {
+		lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *lease.Spec.HolderIdentity
+	}
+	reg, prof := registry()
+	aCtx, stopA := context.WithCancel(ctx)
+	aDone := make(chan error, 1)
+	go func() {
+		o := le("a")
+		o.Registry, o.Profile, o.Logger = reg, prof, quietLogger()
+		aDone <- scheduler.RunWithLeaderElection(aCtx, env.Config, o)
+	}()
+	waitFor(t, 10*time.Second, "a leads", func() (bool, error) { return holder() == "a", nil })
+	startScheduler(t, env, le("b"))
+	createPod(t, c, newPod("first", "100m"))
+	nodeOf(t, c, "first")
+	time.Sleep(500 * time.Millisecond)
+	if h := holder(); h != "a" {
+		t.Fatalf("holder %q while a runs", h)
+	}
+	stopA()
+	if err := <-aDone; err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	waitFor(t, 10*time.Second, "b leads", func() (bool, error) { return holder() == "b", nil })
+	createPod(t, c, newPod("second", "100m"))
+	if got := nodeOf(t, c, "second"); got != "n1" {
+		t.Fatalf("second on %q", got)
+	}
+}

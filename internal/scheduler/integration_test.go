@@ -26,39 +26,9 @@ import (
 	"github.com/kubette/kubette/internal/testenv"
 )
 
-// standInFit is used as NodeResourcesFit until the real plugin is in the
-// registry: cpu, memory and pod count against allocatable, upstream's reasons.
-type standInFit struct{}
-
-func (standInFit) Name() string { return "NodeResourcesFit" }
-
-func (standInFit) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	req := framework.PodRequests(pod)
-	var reasons []string
-	if len(ni.Pods)+1 > ni.Allocatable.AllowedPodNumber {
-		reasons = append(reasons, "Too many pods")
-	}
-	if req.MilliCPU > 0 && req.MilliCPU > ni.Allocatable.MilliCPU-ni.Requested.MilliCPU {
-		reasons = append(reasons, "Insufficient cpu")
-	}
-	if req.Memory > 0 && req.Memory > ni.Allocatable.Memory-ni.Requested.Memory {
-		reasons = append(reasons, "Insufficient memory")
-	}
-	if len(reasons) > 0 {
-		return framework.NewStatus(framework.Unschedulable, reasons...)
-	}
-	return nil
-}
-
-// registry is the in-tree registry, with the stand-in for plugins not landed yet.
+// registry is the in-tree registry and the default profile.
 func registry() (framework.Registry, []plugins.PluginConfig) {
-	reg := plugins.NewInTreeRegistry()
-	prof := plugins.DefaultProfile()
-	if _, ok := reg["NodeResourcesFit"]; !ok {
-		reg["NodeResourcesFit"] = func(context.Context, any, framework.Handle) (framework.Plugin, error) { return standInFit{}, nil }
-		prof = append([]plugins.PluginConfig{{Name: "NodeResourcesFit", Weight: 1}}, prof...)
-	}
-	return reg, prof
+	return plugins.NewInTreeRegistry(), plugins.DefaultProfile()
 }
 
 func quietLogger() *slog.Logger {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -172,59 +173,98 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, state *framework.Cy
 	return feasible, diagnosis, nil
 }
 
-// findNodesThatPassFilters filters nodes in parallel, starting at
-// nextStartNodeIndex, until numFeasibleNodesToFind nodes fit.
+// findNodesThatPassFilters filters the nodes in parallel, in rotation order from
+// nextStartNodeIndex, until numFeasibleNodesToFind nodes fit. Workers take chunks
+// of consecutive nodes and count what fits once per chunk (a shared counter
+// bumped per node costs more than the filters on two cores); the result is the
+// first numToFind feasible nodes in rotation order and the rejections before the
+// last of them, so that the next cycle starts right after it.
 func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, diagnosis *Diagnosis, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, error) {
 	numAll := len(nodes)
-	numToFind := s.numFeasibleNodesToFind(int32(numAll))
+	numToFind := int(s.numFeasibleNodesToFind(int32(numAll)))
 	if !s.profile.hasScorePlugins() {
 		numToFind = 1
 	}
-	feasible := make([]*framework.NodeInfo, numToFind)
+	start := s.nextStartNodeIndex
 	if !s.profile.hasFilterPlugins() {
+		feasible := make([]*framework.NodeInfo, numToFind)
 		for i := range feasible {
-			feasible[i] = nodes[(s.nextStartNodeIndex+i)%numAll]
+			feasible[i] = nodes[(start+i)%numAll]
 		}
 		return feasible, nil
 	}
+	// Per offset from start: nil and false until examined.
+	if cap(s.filterStatuses) < numAll {
+		s.filterStatuses, s.filterPassed = make([]*framework.Status, numAll), make([]bool, numAll)
+	}
+	statuses, passed := s.filterStatuses[:numAll], s.filterPassed[:numAll]
+	clear(statuses)
+	clear(passed)
+
+	p := s.profile.parallelism
+	chunk := max(1, min(int(math.Sqrt(float64(numAll))), numToFind/(2*p)))
+	workers := min(p, (numAll+chunk-1)/chunk)
 	var (
-		found    atomic.Int32
-		errOnce  sync.Once
-		firstErr error
+		next, found atomic.Int64
+		stop        atomic.Bool
+		errOnce     sync.Once
+		firstErr    error
+		wg          sync.WaitGroup
 	)
-	statuses := make([]*framework.Status, numAll)
-	filterCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	start := s.nextStartNodeIndex
-	s.profile.parallelizeN(filterCtx, numAll, func(i int) {
-		ni := nodes[(start+i)%numAll]
-		st := s.profile.runFilter(filterCtx, state, pod, ni)
-		switch {
-		case st.Code() == framework.Error:
-			errOnce.Do(func() { firstErr = st.AsError() })
-			cancel()
-		case st.IsSuccess():
-			n := found.Add(1)
-			if n > numToFind {
-				cancel()
-				found.Add(-1)
-				return
+	for range workers {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil {
+				lo := int(next.Add(int64(chunk))) - chunk
+				if lo >= numAll {
+					return
+				}
+				fit := 0
+				for i := lo; i < min(lo+chunk, numAll); i++ {
+					st := s.profile.runFilter(ctx, state, pod, nodes[(start+i)%numAll])
+					switch {
+					case st.IsSuccess():
+						passed[i] = true
+						fit++
+					case st.Code() == framework.Error:
+						errOnce.Do(func() { firstErr = st.AsError() })
+						stop.Store(true)
+						return
+					default:
+						statuses[i] = st
+					}
+				}
+				if found.Add(int64(fit)) >= int64(numToFind) {
+					stop.Store(true)
+				}
 			}
-			feasible[n-1] = ni
-		default:
-			statuses[i] = st
+		})
+	}
+	wg.Wait()
+
+	// Every chunk handed out was examined whole (unless an error stopped it).
+	examined := min(int(next.Load()), numAll)
+	feasible := make([]*framework.NodeInfo, 0, min(numToFind, examined))
+	cut := examined
+	for i := 0; i < examined; i++ {
+		if passed[i] {
+			feasible = append(feasible, nodes[(start+i)%numAll])
+			if len(feasible) == numToFind {
+				cut = i + 1
+				break
+			}
 		}
-	})
-	feasible = feasible[:found.Load()]
-	for i, st := range statuses {
-		if st == nil {
-			continue
+	}
+	for i := 0; i < cut; i++ {
+		if st := statuses[i]; st != nil {
+			diagnosis.NodeToStatus[nodes[(start+i)%numAll].Node().Name] = st
+			diagnosis.addPluginStatus(st)
 		}
-		diagnosis.NodeToStatus[nodes[(start+i)%numAll].Node().Name] = st
-		diagnosis.addPluginStatus(st)
 	}
 	if firstErr != nil {
 		return feasible, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return feasible, fmt.Errorf("filter: %w", err)
 	}
 	return feasible, nil
 }

@@ -116,6 +116,10 @@ type Scheduler struct {
 
 	// nextStartNodeIndex is where the next cycle starts filtering (round-robin).
 	nextStartNodeIndex int
+	// filterStatuses and filterPassed are the filter results by node, reused
+	// across cycles (the scheduling goroutine owns them).
+	filterStatuses []*framework.Status
+	filterPassed   []bool
 	// bindSlots bounds the binding goroutines; binds tracks them.
 	bindSlots chan struct{}
 	binds     sync.WaitGroup
@@ -216,6 +220,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}()
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.hasSynced) {
 		return fmt.Errorf("scheduler: informers did not sync: %w", context.Cause(ctx))
+	}
+	// The informers plugins registered (e.g. namespaces for InterPodAffinity).
+	for typ, ok := range s.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("scheduler: %v informer did not sync: %w", typ, context.Cause(ctx))
+		}
 	}
 	s.logger.Info("scheduler started", "schedulerName", s.schedulerName)
 	for ctx.Err() == nil {

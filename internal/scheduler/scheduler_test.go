@@ -114,19 +114,30 @@ func TestPercentageOfNodesToScoreLimitsTheSearch(t *testing.T) {
 			}
 		}
 	}
-	if all.calls > 3*421 {
+	if all.calls > 3*(420+31) {
 		t.Fatalf("%d Filter calls: the search did not stop", all.calls)
 	}
 
-	// In parallel the count is the same and the search still stops early.
+	// In parallel the result is the same and the search still stops early.
 	par := &fakeFilter{name: "All"}
 	ts = newTestScheduler(t, Options{Parallelism: 16, PercentageOfNodesToScore: 30}, par, scoreAll(1), &fakeBinder{})
 	ts.addNodes(manyNodes(1000)...)
 	_ = ts.cache.UpdateSnapshot(ts.snapshot)
-	for range 3 {
+	list, _ = ts.snapshot.List()
+	for i, ni := range list {
+		position[ni.Node().Name] = i
+	}
+	for cycle := range 3 {
+		startAt := ts.nextStartNodeIndex
 		feasible, _, _ := ts.findNodesThatFitPod(context.Background(), framework.NewCycleState(), testPod("p", ""))
 		if len(feasible) != 300 {
 			t.Fatalf("%d feasible at 30%%, want 300", len(feasible))
+		}
+		// The same window as a sequential search: the 300 nodes from the start index.
+		for _, ni := range feasible {
+			if off := (position[ni.Node().Name] - startAt + 1000) % 1000; off >= 300 {
+				t.Fatalf("cycle %d: node at offset %d examined", cycle, off)
+			}
 		}
 	}
 	if par.calls >= 3*1000 {

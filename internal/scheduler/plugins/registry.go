@@ -8,9 +8,11 @@ import (
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins/defaultbinder"
 	"github.com/kubette/kubette/internal/scheduler/plugins/imagelocality"
+	"github.com/kubette/kubette/internal/scheduler/plugins/interpodaffinity"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeaffinity"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodename"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeports"
+	"github.com/kubette/kubette/internal/scheduler/plugins/noderesources"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeunschedulable"
 	"github.com/kubette/kubette/internal/scheduler/plugins/podtopologyspread"
 	"github.com/kubette/kubette/internal/scheduler/plugins/tainttoleration"
@@ -31,14 +33,17 @@ type PluginConfig struct {
 // NewInTreeRegistry returns the constructors of the in-tree plugins by name.
 func NewInTreeRegistry() framework.Registry {
 	return framework.Registry{
-		nodeunschedulable.Name: nodeunschedulable.New,
-		nodename.Name:          nodename.New,
-		tainttoleration.Name:   tainttoleration.New,
-		nodeaffinity.Name:      nodeaffinity.New,
-		nodeports.Name:         nodeports.New,
-		podtopologyspread.Name: podtopologyspread.New,
-		imagelocality.Name:     imagelocality.New,
-		defaultbinder.Name:     defaultbinder.New,
+		nodeunschedulable.Name:               nodeunschedulable.New,
+		nodename.Name:                        nodename.New,
+		tainttoleration.Name:                 tainttoleration.New,
+		nodeaffinity.Name:                    nodeaffinity.New,
+		nodeports.Name:                       nodeports.New,
+		noderesources.NameFit:                noderesources.NewFit,
+		podtopologyspread.Name:               podtopologyspread.New,
+		interpodaffinity.Name:                interpodaffinity.New,
+		noderesources.NameBalancedAllocation: noderesources.NewBalancedAllocation,
+		imagelocality.Name:                   imagelocality.New,
+		defaultbinder.Name:                   defaultbinder.New,
 	}
 }
 
@@ -53,7 +58,10 @@ func DefaultProfile() []PluginConfig {
 		{Name: tainttoleration.Name, Weight: 3},
 		{Name: nodeaffinity.Name, Weight: 2},
 		{Name: nodeports.Name},
+		{Name: noderesources.NameFit, Weight: 1},
 		{Name: podtopologyspread.Name, Weight: 2},
+		{Name: interpodaffinity.Name, Weight: 2},
+		{Name: noderesources.NameBalancedAllocation, Weight: 1},
 		{Name: imagelocality.Name, Weight: 1},
 		{Name: defaultbinder.Name},
 	}

@@ -37,7 +37,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newVersion())
+	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion())
 	return root
 }
 
@@ -78,6 +78,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		},
 		ControllerManager: f.controllers,
+		Scheduler:         f.controllers,
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")
@@ -106,7 +107,7 @@ func newUp() *cobra.Command {
 	f := &controlPlaneFlags{}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run a whole cluster on this machine (embedded etcd, the API server and the controller manager)",
+		Short: "Run a whole cluster on this machine (embedded etcd, the API server, the controller manager and the scheduler)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.controllers = true

@@ -1,6 +1,6 @@
 // Package cluster is the composition root of `kubette up`: the control plane
-// (etcd, certificates, the API server) and, in the same process, every other
-// component, each talking to the API server over HTTPS with its own identity.
+// (etcd, certificates, the API server) and, in the same process, the controller
+// manager, the scheduler and the other components, each talking to the API server over HTTPS with its own identity.
 package cluster
 
 import (
@@ -11,6 +11,7 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/scheduler"
 )
 
 // Config configures a whole cluster on this machine.
@@ -18,6 +19,8 @@ type Config struct {
 	controlplane.Config
 	// ControllerManager runs the controller manager in this process.
 	ControllerManager bool
+	// Scheduler runs the scheduler in this process.
+	Scheduler bool
 }
 
 // Start brings up the control plane and the enabled components; everything stops when
@@ -40,6 +43,20 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 			defer components.Done()
 			if err := controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: log}); err != nil && ctx.Err() == nil {
 				log.Error("controller manager stopped", "err", err)
+			}
+		}()
+	}
+	if cfg.Scheduler {
+		restCfg, err := cp.ComponentConfig("scheduler", "system:kube-scheduler")
+		if err != nil {
+			return nil, fmt.Errorf("scheduler credentials: %w", err)
+		}
+		log := cfg.Logger.With("component", "scheduler")
+		components.Add(1)
+		go func() {
+			defer components.Done()
+			if err := scheduler.RunWithLeaderElection(ctx, restCfg, scheduler.Options{LeaderElect: true, Logger: log}); err != nil && ctx.Err() == nil {
+				log.Error("scheduler stopped", "err", err)
 			}
 		}()
 	}

@@ -452,8 +452,11 @@ func TestThroughput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("throughput run")
 	}
-	for _, tc := range []struct{ nodes, pods int }{{5, 1000}, {100, 2000}} {
+	for _, tc := range []struct{ nodes, pods int }{{5, 1000}, {100, 2000}, {1000, 3000}} {
 		t.Run(fmt.Sprintf("%dnodes", tc.nodes), func(t *testing.T) {
+			if raceEnabled && tc.nodes > 5 {
+				t.Skip("too slow under the race detector")
+			}
 			env := testenv.Start(t, testenv.Options{})
 			c := env.Client
 			for i := range tc.nodes {

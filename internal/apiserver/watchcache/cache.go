@@ -49,7 +49,7 @@ type Config struct {
 	// Capacity is the number of recent events kept for resumed watches (default 4096).
 	Capacity int
 	// WatcherBuffer is each watcher's channel size; a watcher that falls this far behind is
-	// closed and must resume (default 256).
+	// closed and must resume (default 1024).
 	WatcherBuffer int
 	// BookmarkInterval is how often watchers that asked for bookmarks get one (default 1m).
 	BookmarkInterval time.Duration
@@ -82,7 +82,7 @@ func New(cfg Config) *Cache {
 		cfg.Capacity = 4096
 	}
 	if cfg.WatcherBuffer <= 0 {
-		cfg.WatcherBuffer = 256
+		cfg.WatcherBuffer = 1024
 	}
 	if cfg.BookmarkInterval <= 0 {
 		cfg.BookmarkInterval = time.Minute

@@ -18,10 +18,10 @@ type StateData interface {
 }
 
 // CycleState holds plugin data for one pod's scheduling cycle. It is safe for concurrent
-// reads from parallel Filter calls; writes happen in PreFilter/PreScore.
+// reads from parallel Filter calls (a sync.Map: no lock word bouncing between cores);
+// writes happen in PreFilter/PreScore.
 type CycleState struct {
-	mu      sync.RWMutex
-	storage map[StateKey]StateData
+	storage sync.Map // StateKey → StateData
 	// SkipFilterPlugins and SkipScorePlugins record the plugins whose PreFilter/PreScore said Skip.
 	SkipFilterPlugins map[string]bool
 	SkipScorePlugins  map[string]bool
@@ -29,34 +29,29 @@ type CycleState struct {
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
-	return &CycleState{storage: map[StateKey]StateData{}, SkipFilterPlugins: map[string]bool{}, SkipScorePlugins: map[string]bool{}}
+	return &CycleState{SkipFilterPlugins: map[string]bool{}, SkipScorePlugins: map[string]bool{}}
 }
 
 // Read returns the data at key.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if v, ok := c.storage[key]; ok {
-		return v, nil
+	if v, ok := c.storage.Load(key); ok {
+		return v.(StateData), nil
 	}
 	return nil, ErrNotFound
 }
 
 // Write stores data at key.
 func (c *CycleState) Write(key StateKey, data StateData) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.storage[key] = data
+	c.storage.Store(key, data)
 }
 
 // Clone copies the state (used when a cycle simulates changes).
 func (c *CycleState) Clone() *CycleState {
 	out := NewCycleState()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for k, v := range c.storage {
-		out.storage[k] = v.Clone()
-	}
+	c.storage.Range(func(k, v any) bool {
+		out.storage.Store(k, v.(StateData).Clone())
+		return true
+	})
 	for k, v := range c.SkipFilterPlugins {
 		out.SkipFilterPlugins[k] = v
 	}

@@ -226,7 +226,7 @@ func openStorage(ctx context.Context, cfg Config) (storage.Store, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := e.Store()
+	st, err := e.InProcessStore()
 	if err != nil {
 		e.Close()
 		return nil, nil, err

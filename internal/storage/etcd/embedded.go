@@ -13,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -220,6 +221,21 @@ func (e *Embedded) Store() (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return New(client, OwnClient()), nil
+}
+
+// InProcessStore returns a Store whose client calls the embedded server directly,
+// without gRPC over a socket (etcd's v3client). The control plane uses it: the
+// loopback hop cost about a quarter of the server's CPU on the create path.
+// Closing the Store closes that client.
+func (e *Embedded) InProcessStore() (*Store, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("embedded etcd: closed")
+	}
+	client := v3client.New(e.etcd.Server)
+	e.clients = append(e.clients, client)
 	return New(client, OwnClient()), nil
 }
 

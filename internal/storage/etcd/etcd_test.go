@@ -62,6 +62,22 @@ func TestConformanceEmbedded(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store { return embeddedStore(t, e) })
 }
 
+func TestConformanceInProcess(t *testing.T) {
+	e := startEmbedded(t, EmbeddedConfig{})
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		s, err := e.InProcessStore()
+		if err != nil {
+			t.Fatalf("Embedded.InProcessStore: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Store.Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
 func TestConformanceExternal(t *testing.T) {
 	endpoints := startExternal(t)
 	storagetest.Run(t, func(t *testing.T) storage.Store {

@@ -108,3 +108,28 @@ type Factory func(ctx context.Context, args any, h Handle) (Plugin, error)
 
 // Registry maps plugin names to factories; the scheduler builds one in a single function.
 type Registry map[string]Factory
+
+// DefaultNormalizeScore scales scores in place so that the highest becomes maxPriority
+// (all stay 0 when every score is 0); reverse then subtracts each from maxPriority, so
+// all-zero scores become maxPriority. It is upstream's helper for count-based scorers.
+func DefaultNormalizeScore(maxPriority int64, reverse bool, scores []NodeScore) {
+	var maxCount int64
+	for i := range scores {
+		maxCount = max(maxCount, scores[i].Score)
+	}
+	if maxCount == 0 {
+		if reverse {
+			for i := range scores {
+				scores[i].Score = maxPriority
+			}
+		}
+		return
+	}
+	for i := range scores {
+		score := maxPriority * scores[i].Score / maxCount
+		if reverse {
+			score = maxPriority - score
+		}
+		scores[i].Score = score
+	}
+}

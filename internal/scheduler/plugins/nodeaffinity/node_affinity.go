@@ -239,32 +239,8 @@ func (pl *NodeAffinity) ScoreExtensions() framework.ScoreExtensions { return pl 
 // NormalizeScore scales the scores to 0..MaxNodeScore by the highest one
 // (upstream's DefaultNormalizeScore, not reversed).
 func (pl *NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, scores []framework.NodeScore) *framework.Status {
-	defaultNormalizeScore(framework.MaxNodeScore, false, scores)
+	framework.DefaultNormalizeScore(framework.MaxNodeScore, false, scores)
 	return nil
-}
-
-// defaultNormalizeScore scales scores so that the highest becomes maxPriority
-// (all stay 0 when every score is 0); reverse flips them.
-func defaultNormalizeScore(maxPriority int64, reverse bool, scores []framework.NodeScore) {
-	var maxCount int64
-	for i := range scores {
-		maxCount = max(maxCount, scores[i].Score)
-	}
-	if maxCount == 0 {
-		if reverse {
-			for i := range scores {
-				scores[i].Score = maxPriority
-			}
-		}
-		return
-	}
-	for i := range scores {
-		score := maxPriority * scores[i].Score / maxCount
-		if reverse {
-			score = maxPriority - score
-		}
-		scores[i].Score = score
-	}
 }
 
 func podPreferredNodeAffinity(pod *corev1.Pod) (*affinitymatch.PreferredSchedulingTerms, error) {

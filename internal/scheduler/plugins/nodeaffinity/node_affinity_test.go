@@ -253,12 +253,12 @@ func TestNodeAffinityPriority(t *testing.T) {
 
 func TestDefaultNormalizeScoreReverse(t *testing.T) {
 	scores := []framework.NodeScore{{Score: 0}, {Score: 5}, {Score: 10}}
-	defaultNormalizeScore(100, true, scores)
+	framework.DefaultNormalizeScore(100, true, scores)
 	if got := []int64{scores[0].Score, scores[1].Score, scores[2].Score}; !slices.Equal(got, []int64{100, 50, 0}) {
 		t.Errorf("reverse = %v", got)
 	}
 	zero := []framework.NodeScore{{Score: 0}, {Score: 0}}
-	defaultNormalizeScore(100, true, zero)
+	framework.DefaultNormalizeScore(100, true, zero)
 	if zero[0].Score != 100 || zero[1].Score != 100 {
 		t.Errorf("reverse of zeros = %v", zero)
 	}

@@ -172,31 +172,6 @@ func (pl *TaintToleration) ScoreExtensions() framework.ScoreExtensions { return 
 // node with the most untolerated PreferNoSchedule taints scores 0 (upstream's
 // DefaultNormalizeScore with reverse).
 func (pl *TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, scores []framework.NodeScore) *framework.Status {
-	defaultNormalizeScore(framework.MaxNodeScore, true, scores)
+	framework.DefaultNormalizeScore(framework.MaxNodeScore, true, scores)
 	return nil
-}
-
-// defaultNormalizeScore scales scores so the highest becomes maxPriority and, with
-// reverse, subtracts each from maxPriority; all-zero scores become maxPriority
-// when reversed and stay zero otherwise.
-func defaultNormalizeScore(maxPriority int64, reverse bool, scores []framework.NodeScore) {
-	var maxCount int64
-	for i := range scores {
-		maxCount = max(maxCount, scores[i].Score)
-	}
-	if maxCount == 0 {
-		if reverse {
-			for i := range scores {
-				scores[i].Score = maxPriority
-			}
-		}
-		return
-	}
-	for i := range scores {
-		score := maxPriority * scores[i].Score / maxCount
-		if reverse {
-			score = maxPriority - score
-		}
-		scores[i].Score = score
-	}
 }

@@ -3,7 +3,6 @@ package serviceaccount_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,52 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientfeatures "k8s.io/client-go/features"
-	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/serviceaccount"
 	"github.com/kubette/kubette/internal/testenv"
 )
-
-// avoidBrokenWatchList probes the watch-list requests the informers will make. A
-// kubette API server bug answers them 504 after 3 s, again and again, when a resource's
-// watch cache has not seen etcd's latest revision (its progress requests never reach its
-// etcd watch stream), so that informers never sync. While the server shows the bug, the
-// test's informers use classic list+watch, as client-go does against servers without
-// watch-list; the probe makes this go away by itself once the server is fixed.
-func avoidBrokenWatchList(t *testing.T, c kubernetes.Interface, resources ...string) {
-	t.Helper()
-	yes := true
-	opts := &metav1.ListOptions{
-		Watch: true, SendInitialEvents: &yes, AllowWatchBookmarks: true,
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-	}
-	var mu sync.Mutex
-	var broken []string
-	var wg sync.WaitGroup
-	for _, r := range resources {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			w, err := c.CoreV1().RESTClient().Get().Resource(r).VersionedParams(opts, scheme.ParameterCodec).Watch(ctx)
-			if err != nil {
-				mu.Lock()
-				broken = append(broken, fmt.Sprintf("%s: %v", r, err))
-				mu.Unlock()
-				return
-			}
-			w.Stop()
-		})
-	}
-	wg.Wait()
-	if len(broken) > 0 {
-		t.Logf("API server bug: watch-list fails (%s); informers fall back to list+watch", strings.Join(broken, "; "))
-		clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	}
-}
 
 // eventually polls cond every 50ms until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
@@ -97,7 +56,6 @@ func waitForDefault(t *testing.T, c kubernetes.Interface, ns string, notUID stri
 
 func TestDefaultServiceAccounts(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
-	avoidBrokenWatchList(t, env.Client, "namespaces", "serviceaccounts")
 	c := env.Client
 	ctx := context.Background()
 

@@ -261,9 +261,10 @@ func (b *builder) processTransitions(old, cur metav1.Object, n *node) {
 
 // addDependentToOwners links n under each of owners, creating virtual nodes for owners not
 // in the graph (queued so that a worker verifies them), and queues n itself when one of its
-// references disagrees with what the graph knows of that owner.
+// references disagrees with what the graph knows of that owner or an owner is already
+// deleting its dependents in the foreground.
 func (b *builder) addDependentToOwners(n *node, owners []metav1.OwnerReference) {
-	suspect := false
+	suspect, ownerDeleting := false, false
 	for _, ref := range owners {
 		owner, ok := b.graph.nodes[ref.UID]
 		if !ok {
@@ -279,6 +280,11 @@ func (b *builder) addDependentToOwners(n *node, owners []metav1.OwnerReference) 
 		if !ok {
 			b.toDelete.Add(ref.UID)
 			continue
+		}
+		if owner.deletingDependents {
+			// The owner's foreground deletion started before this dependent was seen
+			// (the informers listed it after the owner): it must go like the others.
+			ownerDeleting = true
 		}
 		if suspect {
 			continue
@@ -299,7 +305,7 @@ func (b *builder) addDependentToOwners(n *node, owners []metav1.OwnerReference) 
 			suspect = true
 		}
 	}
-	if suspect {
+	if suspect || ownerDeleting {
 		b.toDelete.Add(n.identity.UID)
 	}
 }

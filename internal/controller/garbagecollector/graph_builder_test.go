@@ -197,6 +197,22 @@ func TestGraphForegroundTransition(t *testing.T) {
 	}
 }
 
+// An informer may list an owner already deleting in the foreground before its dependents:
+// dependents seen later must be queued as well, not only the blocking ones.
+func TestGraphDependentSeenAfterForegroundStarted(t *testing.T) {
+	b := newTestBuilder(t)
+	owner := cm("owner", deleting(metav1.FinalizerDeleteDependents))
+	b.add(owner)
+	if got := drain(b.toDelete); !slices.Equal(got, []string{"u-owner"}) {
+		t.Fatalf("toDelete = %v, want the owner", got)
+	}
+	b.add(cm("d1", owned(cmRefTo(owner, false))))
+	b.add(cm("d2", owned(cmRefTo(owner, true))))
+	if got := drain(b.toDelete); !slices.Equal(got, []string{"u-d1", "u-d2"}) {
+		t.Errorf("toDelete = %v, want both late dependents", got)
+	}
+}
+
 func TestGraphOrphanTransition(t *testing.T) {
 	b := newTestBuilder(t)
 	owner := cm("owner")

@@ -40,14 +40,14 @@ func Binary(t testing.TB, name, pkg string) string {
 	return p
 }
 
-// CNIPluginDirs are where the standard CNI plugins are looked for, Debian's first.
-var CNIPluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
+// CNIPluginDirs returns where the standard CNI plugins are looked for, Debian's first.
+func CNIPluginDirs() []string { return []string{"/usr/lib/cni", "/opt/cni/bin"} }
 
 // CNIPlugins requires the standard CNI plugins (bridge, host-local, loopback, portmap) and
 // returns the directory that holds them.
 func CNIPlugins(t testing.TB) string {
 	t.Helper()
-	for _, dir := range CNIPluginDirs {
+	for _, dir := range CNIPluginDirs() {
 		ok := true
 		for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
 			if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
@@ -59,6 +59,6 @@ func CNIPlugins(t testing.TB) string {
 			return dir
 		}
 	}
-	missing(t, "needs the CNI plugins in one of %v (apt-get install -y containernetworking-plugins)", CNIPluginDirs)
+	missing(t, "needs the CNI plugins in one of %v (apt-get install -y containernetworking-plugins)", CNIPluginDirs())
 	return ""
 }

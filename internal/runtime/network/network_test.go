@@ -24,6 +24,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/kubette/kubette/internal/testenv/needs"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // testEnv is a manager on its own bridge, pod CIDR and directories, cleaned up with the test.
@@ -192,29 +193,29 @@ func freePodCIDR(t *testing.T) netip.Prefix {
 // names the sandbox.
 func assertNoIPTables(t *testing.T, ids ...string) {
 	t.Helper()
-	if len(ids) == 0 {
-		return
+	for _, id := range ids {
+		for _, line := range iptablesLines(t, id) {
+			t.Errorf("iptables still mentions sandbox %s: %s", id, line)
+		}
 	}
+}
+
+// iptablesLines returns the iptables-save lines that mention the sandbox: its ID (rule comments)
+// or one of the chain names the plugins derive from it.
+func iptablesLines(t *testing.T, id string) []string {
+	t.Helper()
 	out, err := exec.Command("iptables-save").CombinedOutput()
 	if err != nil {
-		t.Errorf("iptables-save: %v\n%s", err, out)
-		return
+		t.Fatalf("iptables-save: %v\n%s", err, out)
 	}
-	for _, id := range ids {
-		needles := []string{
-			id,
-			pluginChainName("", id),
-			pluginChainName("DN-", id),
-			pluginChainName("SN-", id),
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			for _, n := range needles {
-				if strings.Contains(line, n) {
-					t.Errorf("iptables still mentions sandbox %s: %s", id, line)
-				}
-			}
+	needles := []string{id, pluginChainName("", id), pluginChainName("DN-", id), pluginChainName("SN-", id)}
+	var lines []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if slices.ContainsFunc(needles, func(n string) bool { return strings.Contains(line, n) }) {
+			lines = append(lines, line)
 		}
 	}
+	return lines
 }
 
 // pluginChainName is the name the plugins give a sandbox's iptables chain: "CNI-", a prefix, then
@@ -374,6 +375,12 @@ func TestPodsTalkAndTeardownFreesEverything(t *testing.T) {
 		t.Errorf("host → %s (hostPort of a): %q", hostPortAddr, got)
 	}
 
+	// The plugins made rules for a (masquerade, hostPort DNAT): the check after Teardown is not empty-handed.
+	if lines := iptablesLines(t, idA); !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, pluginChainName("DN-", idA)) }) ||
+		!slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, pluginChainName("", idA)) }) {
+		t.Errorf("no masquerade and hostPort chains for a in iptables: %q", lines)
+	}
+
 	ctx := context.Background()
 	if err := e.m.Teardown(ctx, idA); err != nil {
 		t.Fatalf("Teardown(a): %v", err)
@@ -520,4 +527,66 @@ func TestParallelSetupTeardown(t *testing.T) {
 		}
 		seen[ip] = true
 	}
+}
+
+func TestTeardownWhenNetNSIsGone(t *testing.T) {
+	// After a reboot the namespace mount is gone and only the file is left; CRI runtimes then run
+	// DEL with an empty netns path, which releases the IP.
+	e := newTestEnv(t)
+	id, res := e.setup(t, "rebooted")
+	if err := unix.Unmount(res.NetNSPath, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Teardown(context.Background(), id); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	if exists(res.NetNSPath) || exists(e.ipamFile(res.IPs[0])) {
+		t.Errorf("netns file or IP left after Teardown")
+	}
+	if _, err := e.m.Status(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Status after Teardown = %v, want ErrNotFound", err)
+	}
+	// Without the namespace the bridge plugin cannot learn the pod's address, so it leaves its
+	// masquerade rule (a reboot clears it along with the namespace). Remove it here, as the rule
+	// the plugin wrote: -s <ip> -j <chain> -m comment --comment <name and id>.
+	chain := pluginChainName("", id)
+	comment := fmt.Sprintf("name: %q id: %q", networkName, id)
+	for _, args := range [][]string{
+		{"-t", "nat", "-D", "POSTROUTING", "-s", res.IPs[0].String(), "-j", chain, "-m", "comment", "--comment", comment},
+		{"-t", "nat", "-F", chain},
+		{"-t", "nat", "-X", chain},
+	} {
+		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+			t.Logf("iptables %v: %v: %s", args, err, out)
+		}
+	}
+}
+
+func TestCleanupTearsDownEverything(t *testing.T) {
+	e := newTestEnv(t)
+	_, a := e.setup(t, "a")
+	_, b := e.setup(t, "b", PortMapping{ContainerPort: 80, HostPort: int32(freeHostPort(t))})
+	if err := e.m.Cleanup(context.Background()); err != nil {
+		t.Fatalf("Cleanup: %v", err)
+	}
+	for _, r := range []Result{a, b} {
+		if exists(r.NetNSPath) || exists(e.ipamFile(r.IPs[0])) {
+			t.Errorf("netns or IP of %s left after Cleanup", r.IPs[0])
+		}
+	}
+	if _, err := netlink.LinkByName(e.cfg.Bridge); err == nil {
+		t.Errorf("bridge %s left after Cleanup", e.cfg.Bridge)
+	}
+	if left, _ := os.ReadDir(filepath.Join(e.cfg.StateDir, "sandboxes")); len(left) > 0 {
+		t.Errorf("sandbox records left after Cleanup: %v", left)
+	}
+	e.mu.Lock()
+	ids := slices.Clone(e.ids)
+	e.mu.Unlock()
+	assertNoIPTables(t, ids...)
+	if err := e.m.Cleanup(context.Background()); err != nil {
+		t.Errorf("second Cleanup: %v", err)
+	}
+	// The pod CIDR stays: a new sandbox can be set up again (and recreates the bridge).
+	e.setup(t, "again")
 }

@@ -1,0 +1,534 @@
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// observed is a container's state as the server reports it.
+type observed struct {
+	state                 runtimeapi.ContainerState
+	startedAt, finishedAt int64
+	exitCode              int32
+	reason, message       string
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// refresh asks the low-level runtime for c's state; once c stopped, its final status is
+// cached in meta.json.
+func (s *Server) refresh(ctx context.Context, c *container) observed {
+	s.mu.Lock()
+	final, id := c.meta.Final, c.meta.ID
+	s.mu.Unlock()
+	if final != nil {
+		return observedFinal(final)
+	}
+	st, err := s.cfg.Containers.State(ctx, id)
+	if err != nil {
+		return observed{state: runtimeapi.ContainerState_CONTAINER_UNKNOWN, reason: "Unknown", message: err.Error()}
+	}
+	switch st.Status {
+	case "created":
+		return observed{state: runtimeapi.ContainerState_CONTAINER_CREATED}
+	case "running":
+		return observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, startedAt: unixNano(st.StartedAt)}
+	case "stopped":
+		f := &finalStatus{
+			ExitCode: int32(st.ExitCode), StartedAt: unixNano(st.StartedAt), FinishedAt: unixNano(st.FinishedAt),
+			Reason: st.Reason, Message: st.Message,
+		}
+		if f.FinishedAt == 0 {
+			f.FinishedAt = time.Now().UnixNano()
+		}
+		if f.Reason == "" {
+			switch {
+			case st.OOMKilled:
+				f.Reason = "OOMKilled"
+			case st.ExitCode == 0:
+				f.Reason = "Completed"
+			default:
+				f.Reason = "Error"
+			}
+		}
+		return observedFinal(s.setFinal(c, f))
+	default:
+		return observed{state: runtimeapi.ContainerState_CONTAINER_UNKNOWN, reason: "Unknown",
+			message: fmt.Sprintf("runtime reports status %q", st.Status)}
+	}
+}
+
+// setFinal records how c ended unless that is already known, and returns what is recorded.
+func (s *Server) setFinal(c *container, f *finalStatus) *finalStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.meta.Final != nil {
+		return c.meta.Final
+	}
+	c.meta.Final = f
+	if err := s.saveContainer(c.meta); err != nil {
+		s.log.Warn("cannot record a container's exit", "id", c.meta.ID, "err", err)
+	}
+	return f
+}
+
+func observedFinal(f *finalStatus) observed {
+	return observed{state: runtimeapi.ContainerState_CONTAINER_EXITED, startedAt: f.StartedAt, finishedAt: f.FinishedAt,
+		exitCode: f.ExitCode, reason: f.Reason, message: f.Message}
+}
+
+// CreateContainer mounts the image's rootfs, writes the OCI bundle and creates the container.
+func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (_ *runtimeapi.CreateContainerResponse, retErr error) {
+	cfg, sbCfg := req.GetConfig(), req.GetSandboxConfig()
+	if cfg.GetMetadata() == nil || cfg.GetImage().GetImage() == "" {
+		return nil, status.Error(codes.InvalidArgument, "container config needs metadata and an image")
+	}
+	sb, err := s.findSandbox(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	sbMeta := sb.meta
+	for _, c := range s.ctrs {
+		if c.meta.SandboxID == sbMeta.ID && c.cfg.GetMetadata().GetName() == cfg.GetMetadata().GetName() &&
+			c.cfg.GetMetadata().GetAttempt() == cfg.GetMetadata().GetAttempt() {
+			s.mu.Unlock()
+			return nil, status.Errorf(codes.AlreadyExists, "container %q attempt %d already exists in pod sandbox %s as %s",
+				cfg.GetMetadata().GetName(), cfg.GetMetadata().GetAttempt(), sbMeta.ID, c.meta.ID)
+		}
+	}
+	s.mu.Unlock()
+	if !sbMeta.Ready {
+		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %s is not ready", sbMeta.ID)
+	}
+	if sbCfg == nil {
+		sbCfg = sb.cfg
+	}
+	img, err := s.cfg.Images.Get(cfg.GetImage().GetImage())
+	if errors.Is(err, ErrImageNotFound) {
+		return nil, status.Errorf(codes.NotFound, "image %q not found", cfg.GetImage().GetImage())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to resolve image %q: %w", cfg.GetImage().GetImage(), err)
+	}
+
+	id := newID()
+	dir := s.containerDir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("failed to create container directory %q: %w", dir, err)
+	}
+	var undo []func(context.Context) error
+	defer func() {
+		if retErr == nil {
+			return
+		}
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		var errs []error
+		for _, f := range slices.Backward(undo) {
+			errs = append(errs, f(cctx))
+		}
+		errs = append(errs, os.RemoveAll(dir))
+		if err := errors.Join(errs...); err != nil {
+			s.log.Warn("cleanup after a failed CreateContainer", "id", id, "err", err)
+		}
+	}()
+	rootfs, err := s.cfg.Images.Mount(img.ID, dir)
+	if err != nil {
+		return nil, fmt.Errorf("failed to mount image %q for container %s: %w", img.ID, id, err)
+	}
+	undo = append(undo, func(context.Context) error { return s.cfg.Images.Unmount(dir) })
+
+	cgroupParent := sbCfg.GetLinux().GetCgroupParent()
+	if cgroupParent == "" {
+		cgroupParent = "/kubette/pod-" + sbMeta.ID[:12]
+	}
+	in := SpecInput{
+		Container: cfg, Sandbox: sbCfg, Image: img.Config, Rootfs: rootfs,
+		NetNSPath: sbMeta.NetNSPath, Hostname: sbMeta.Hostname,
+		CgroupsPath:    filepath.Join(cgroupParent, id),
+		MaxOOMScoreAdj: s.oomAdj,
+	}
+	sbDir := s.sandboxDir(sbMeta.ID)
+	in.SandboxFiles.Hostname = filepath.Join(sbDir, "hostname")
+	in.SandboxFiles.Hosts = filepath.Join(sbDir, "hosts")
+	in.SandboxFiles.ResolvConf = filepath.Join(sbDir, "resolv.conf")
+	spec, err := s.cfg.Spec(in)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "failed to generate the OCI spec of container %q: %v", cfg.GetMetadata().GetName(), err)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if err := writeSpec(filepath.Join(bundle, "config.json"), spec); err != nil {
+		return nil, err
+	}
+
+	logPath := ""
+	if sbCfg.GetLogDirectory() != "" && cfg.GetLogPath() != "" {
+		logPath = filepath.Join(sbCfg.GetLogDirectory(), cfg.GetLogPath())
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			return nil, fmt.Errorf("failed to create the log directory of container %s: %w", id, err)
+		}
+	}
+	stopSignal := img.Config.StopSignal
+	if cfg.GetStopSignal() != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		stopSignal = strings.TrimPrefix(cfg.GetStopSignal().String(), "SIGNAL_")
+	}
+	raw, err := marshalConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode container config: %w", err)
+	}
+	imageName := cfg.GetImage().GetImage()
+	if len(img.RepoTags) > 0 {
+		imageName = img.RepoTags[0]
+	}
+	imageRef := img.ID
+	if len(img.RepoDigests) > 0 {
+		imageRef = img.RepoDigests[0]
+	}
+	c := &container{cfg: proto.CloneOf(cfg), meta: containerMeta{
+		ID: id, SandboxID: sbMeta.ID, Config: raw, ImageID: img.ID, ImageName: imageName, ImageRef: imageRef,
+		StopSignal: stopSignal, CgroupsPath: in.CgroupsPath, CreatedAt: time.Now().UnixNano(), LogPath: logPath,
+	}}
+	if err := s.cfg.Containers.Create(ctx, id, bundle, logPath); err != nil {
+		return nil, fmt.Errorf("failed to create container %s (%q): %w", id, cfg.GetMetadata().GetName(), err)
+	}
+	undo = append(undo, func(ctx context.Context) error { return s.cfg.Containers.Delete(ctx, id) })
+	if err := s.saveContainer(c.meta); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.ctrs[id] = c
+	s.mu.Unlock()
+	s.log.Info("container created", "id", id, "name", cfg.GetMetadata().GetName(), "sandbox", sbMeta.ID)
+	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// writeSpec writes the bundle's config.json.
+func writeSpec(path string, spec *specs.Spec) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create bundle: %w", err)
+	}
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode OCI spec: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("write OCI spec: %w", err)
+	}
+	return nil
+}
+
+// StartContainer starts a created container.
+func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	c, err := s.findContainer(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	c.op.Lock()
+	defer c.op.Unlock()
+	if o := s.refresh(ctx, c); o.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %s is %s, not created", c.meta.ID, o.state)
+	}
+	s.mu.Lock()
+	c.meta.Started = true
+	m := c.meta
+	s.mu.Unlock()
+	if err := s.saveContainer(m); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Containers.Start(ctx, m.ID); err != nil {
+		now := time.Now().UnixNano()
+		s.setFinal(c, &finalStatus{ExitCode: 128, StartedAt: now, FinishedAt: now, Reason: "StartError", Message: err.Error()})
+		return nil, fmt.Errorf("failed to start container %s: %w", m.ID, err)
+	}
+	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+// parseSignal turns "SIGQUIT", "QUIT" or "3" into a signal; "" is SIGTERM.
+func parseSignal(name string) (syscall.Signal, error) {
+	if name == "" {
+		return syscall.SIGTERM, nil
+	}
+	if n, err := parseUint(name); err == nil {
+		return syscall.Signal(n), nil
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	if sig := unix.SignalNum("SIG" + name); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q", name)
+}
+
+func parseUint(s string) (uint64, error) {
+	if !isNumber(s) {
+		return 0, errors.New("not a number")
+	}
+	var n uint64
+	_, err := fmt.Sscan(s, &n)
+	return n, err
+}
+
+// StopContainer sends the stop signal, then SIGKILL after the timeout, and returns once
+// the container stopped.
+func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	c, err := s.findContainer(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.stopContainer(ctx, c, time.Duration(req.GetTimeout())*time.Second); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// stopContainer stops c: the stop signal, then SIGKILL after timeout (at once when 0).
+func (s *Server) stopContainer(ctx context.Context, c *container, timeout time.Duration) error {
+	c.op.Lock()
+	defer c.op.Unlock()
+	o := s.refresh(ctx, c)
+	if o.state == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return nil
+	}
+	s.mu.Lock()
+	id, sigName, started := c.meta.ID, c.meta.StopSignal, c.meta.Started
+	s.mu.Unlock()
+	if !started && o.state == runtimeapi.ContainerState_CONTAINER_CREATED {
+		// Never started: nothing to signal gracefully; the process waits on runc's fifo.
+		timeout = 0
+	}
+	if timeout > 0 {
+		sig, err := parseSignal(sigName)
+		if err != nil {
+			s.log.Warn("bad stop signal, using SIGTERM", "id", id, "err", err)
+			sig = syscall.SIGTERM
+		}
+		if err := s.cfg.Containers.Kill(ctx, id, sig); err != nil {
+			if s.refresh(ctx, c).state == runtimeapi.ContainerState_CONTAINER_EXITED {
+				return nil
+			}
+			return fmt.Errorf("failed to stop container %s with %v: %w", id, sig, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		err = s.waitExited(wctx, c)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err := s.cfg.Containers.Kill(ctx, id, syscall.SIGKILL); err != nil {
+		if s.refresh(ctx, c).state == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return nil
+		}
+		return fmt.Errorf("failed to kill container %s: %w", id, err)
+	}
+	if err := s.waitExited(ctx, c); err != nil {
+		return fmt.Errorf("wait for container %s to stop: %w", id, err)
+	}
+	return nil
+}
+
+// waitExited polls c's state until it exited or ctx ends.
+func (s *Server) waitExited(ctx context.Context, c *container) error {
+	t := time.NewTicker(s.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		if s.refresh(ctx, c).state == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// RemoveContainer removes a container whatever its state; unknown IDs are not an error.
+func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	c, err := s.findContainer(req.GetContainerId())
+	if isNotFound(err) {
+		return &runtimeapi.RemoveContainerResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.removeContainer(ctx, c); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+// removeContainer deletes c from the low-level runtime, unmounts its rootfs and removes its
+// directory and record.
+func (s *Server) removeContainer(ctx context.Context, c *container) error {
+	c.op.Lock()
+	defer c.op.Unlock()
+	s.mu.Lock()
+	id := c.meta.ID
+	_, present := s.ctrs[id]
+	s.mu.Unlock()
+	if !present {
+		return nil
+	}
+	if err := s.cfg.Containers.Delete(ctx, id); err != nil {
+		return fmt.Errorf("failed to delete container %s: %w", id, err)
+	}
+	dir := s.containerDir(id)
+	if err := s.cfg.Images.Unmount(dir); err != nil {
+		return fmt.Errorf("failed to unmount the rootfs of container %s: %w", id, err)
+	}
+	// Forget the record first: a crash between here and RemoveAll leaves a directory
+	// without meta.json, which load ignores.
+	if err := os.Remove(filepath.Join(dir, "meta.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("failed to remove container %s: %w", id, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("failed to remove the directory of container %s: %w", id, err)
+	}
+	s.mu.Lock()
+	delete(s.ctrs, id)
+	s.mu.Unlock()
+	s.log.Info("container removed", "id", id)
+	return nil
+}
+
+// containerStatus renders c as CRI's ContainerStatus.
+func (s *Server) containerStatus(ctx context.Context, c *container) *runtimeapi.ContainerStatus {
+	o := s.refresh(ctx, c)
+	s.mu.Lock()
+	m, cfg := c.meta, c.cfg
+	s.mu.Unlock()
+	st := &runtimeapi.ContainerStatus{
+		Id: m.ID, Metadata: cfg.GetMetadata(), State: o.state, CreatedAt: m.CreatedAt,
+		StartedAt: o.startedAt, FinishedAt: o.finishedAt, ExitCode: o.exitCode,
+		Image:    &runtimeapi.ImageSpec{Image: m.ImageName, Annotations: cfg.GetImage().GetAnnotations()},
+		ImageRef: m.ImageRef, ImageId: m.ImageID, Reason: o.reason, Message: o.message,
+		Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), Mounts: cfg.GetMounts(), LogPath: m.LogPath,
+		Resources: &runtimeapi.ContainerResources{Linux: cfg.GetLinux().GetResources()},
+	}
+	if sig, err := parseSignal(m.StopSignal); err == nil {
+		if v, ok := runtimeapi.Signal_value["SIGNAL_"+unix.SignalName(sig)]; ok {
+			st.StopSignal = runtimeapi.Signal(v)
+		}
+	}
+	return st
+}
+
+// ContainerStatus reports one container.
+func (s *Server) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	c, err := s.findContainer(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: s.containerStatus(ctx, c)}, nil
+}
+
+// ListContainers lists containers matching the filter (ID or ID prefix, state, sandbox ID
+// or prefix, labels).
+func (s *Server) ListContainers(ctx context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	f := req.GetFilter()
+	resp := &runtimeapi.ListContainersResponse{Containers: []*runtimeapi.Container{}}
+	for _, c := range s.containerList() {
+		s.mu.Lock()
+		m, cfg := c.meta, c.cfg
+		s.mu.Unlock()
+		if !hasPrefix(m.ID, f.GetId()) || !hasPrefix(m.SandboxID, f.GetPodSandboxId()) || !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
+			continue
+		}
+		o := s.refresh(ctx, c)
+		if f.GetState() != nil && f.GetState().GetState() != o.state {
+			continue
+		}
+		resp.Containers = append(resp.Containers, &runtimeapi.Container{
+			Id: m.ID, PodSandboxId: m.SandboxID, Metadata: cfg.GetMetadata(),
+			Image:    &runtimeapi.ImageSpec{Image: m.ImageName, Annotations: cfg.GetImage().GetAnnotations()},
+			ImageRef: m.ImageRef, ImageId: m.ImageID, State: o.state, CreatedAt: m.CreatedAt,
+			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(),
+		})
+	}
+	return resp, nil
+}
+
+// containerList returns the containers sorted by creation time.
+func (s *Server) containerList() []*container {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*container, 0, len(s.ctrs))
+	for _, c := range s.ctrs {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *container) int {
+		if a.meta.CreatedAt != b.meta.CreatedAt {
+			return int(a.meta.CreatedAt - b.meta.CreatedAt)
+		}
+		return compareStrings(a.meta.ID, b.meta.ID)
+	})
+	return out
+}
+
+// ExecSync runs a command in a running container and returns its output and exit code.
+func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	c, err := s.findContainer(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetCmd()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "exec: empty command")
+	}
+	if o := s.refresh(ctx, c); o.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running (%s)", c.meta.ID, o.state)
+	}
+	stdout, stderr, code, err := s.cfg.Containers.Exec(ctx, c.meta.ID, req.GetCmd(), time.Duration(req.GetTimeout())*time.Second)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, status.Errorf(codes.DeadlineExceeded, "exec %q in container %s: timeout after %ds: %v", req.GetCmd(), c.meta.ID, req.GetTimeout(), err)
+		}
+		return nil, fmt.Errorf("exec %q in container %s: %w", req.GetCmd(), c.meta.ID, err)
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout, Stderr: stderr, ExitCode: int32(code)}, nil
+}
+
+// Exec is not supported yet: streaming needs the kubelet's streaming server.
+func (s *Server) Exec(context.Context, *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "kubette runtime: streaming exec is not implemented yet (use ExecSync)")
+}
+
+// Attach is not supported yet.
+func (s *Server) Attach(context.Context, *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "kubette runtime: attach is not implemented yet")
+}
+
+// PortForward is not supported yet.
+func (s *Server) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "kubette runtime: port forwarding is not implemented yet")
+}
+
+// ReopenContainerLog is not supported: the shim owns the log file and does not reopen it.
+func (s *Server) ReopenContainerLog(context.Context, *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "kubette runtime: reopening container logs is not implemented yet")
+}

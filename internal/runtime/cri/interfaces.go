@@ -1,0 +1,38 @@
+package cri
+
+import (
+	"context"
+	"syscall"
+	"time"
+)
+
+// Images is what the server needs of the image store (runtime/image.Store).
+type Images interface {
+	Pull(ctx context.Context, ref string, opts PullOptions) (Image, error)
+	Get(ref string) (Image, error)
+	List() []Image
+	Remove(ref string) error
+	Mount(imageID, containerDir string) (rootfs string, err error)
+	Unmount(containerDir string) error
+	Usage() (usedBytes, inodes uint64, err error)
+}
+
+// Containers is what the server needs of the low-level runtime (runtime/runc.Runtime).
+type Containers interface {
+	Create(ctx context.Context, id, bundleDir, logPath string) error
+	Start(ctx context.Context, id string) error
+	State(ctx context.Context, id string) (ContainerState, error)
+	Kill(ctx context.Context, id string, sig syscall.Signal) error
+	Delete(ctx context.Context, id string) error
+	Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error)
+	List(ctx context.Context) ([]string, error)
+}
+
+// Network is what the server needs of the pod network (runtime/network.Manager).
+type Network interface {
+	SetPodCIDR(cidr string) error
+	Ready() error
+	Setup(ctx context.Context, pod Pod) (NetworkResult, error)
+	Teardown(ctx context.Context, sandboxID string) error
+	Status(sandboxID string) (NetworkResult, error)
+}

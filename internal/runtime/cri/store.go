@@ -1,0 +1,185 @@
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandbox is a pod sandbox's record. Its fields are guarded by Server.mu; op serialises the
+// sandbox's lifecycle operations (stop, remove).
+type sandbox struct {
+	op   sync.Mutex
+	meta sandboxMeta
+	cfg  *runtimeapi.PodSandboxConfig // never changed after creation
+}
+
+// sandboxMeta is a sandbox's meta.json.
+type sandboxMeta struct {
+	ID        string          `json:"id"`
+	Config    json.RawMessage `json:"config"`
+	Ready     bool            `json:"ready"`
+	CreatedAt int64           `json:"createdAt"`
+	HostNet   bool            `json:"hostNetwork"`
+	NetNSPath string          `json:"netnsPath,omitempty"`
+	IPs       []string        `json:"ips,omitempty"`
+	Hostname  string          `json:"hostname"`
+}
+
+// container is a container's record. Its fields are guarded by Server.mu; op serialises the
+// container's lifecycle operations (start, stop, remove, update).
+type container struct {
+	op   sync.Mutex
+	meta containerMeta
+	cfg  *runtimeapi.ContainerConfig // replaced, never mutated, by UpdateContainerResources
+}
+
+// containerMeta is a container's meta.json.
+type containerMeta struct {
+	ID          string          `json:"id"`
+	SandboxID   string          `json:"sandboxId"`
+	Config      json.RawMessage `json:"config"`
+	ImageID     string          `json:"imageId"`
+	ImageName   string          `json:"imageName"`
+	ImageRef    string          `json:"imageRef"`
+	StopSignal  string          `json:"stopSignal,omitempty"`
+	CgroupsPath string          `json:"cgroupsPath"`
+	CreatedAt   int64           `json:"createdAt"`
+	LogPath     string          `json:"logPath,omitempty"`
+	Started     bool            `json:"started,omitempty"`
+	// Final is the container's last status once it exited; cached because the low-level
+	// runtime forgets a container once it is deleted.
+	Final *finalStatus `json:"final,omitempty"`
+}
+
+// finalStatus is how a container ended.
+type finalStatus struct {
+	ExitCode   int32  `json:"exitCode"`
+	StartedAt  int64  `json:"startedAt,omitempty"`
+	FinishedAt int64  `json:"finishedAt"`
+	Reason     string `json:"reason,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// writeJSON writes v to path atomically: a temporary file in the same directory, synced,
+// then renamed over path.
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".meta-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// saveSandbox writes the sandbox's meta.json; the caller holds s.mu or owns sb exclusively.
+func (s *Server) saveSandbox(m sandboxMeta) error {
+	return writeJSON(filepath.Join(s.sandboxDir(m.ID), "meta.json"), m)
+}
+
+// saveContainer writes the container's meta.json.
+func (s *Server) saveContainer(m containerMeta) error {
+	return writeJSON(filepath.Join(s.containerDir(m.ID), "meta.json"), m)
+}
+
+// load reads every meta.json and reconciles the containers with the low-level runtime.
+func (s *Server) load(ctx context.Context) error {
+	sbs, err := os.ReadDir(s.sandboxesDir())
+	if err != nil {
+		return fmt.Errorf("cri: read sandboxes: %w", err)
+	}
+	for _, e := range sbs {
+		if !e.IsDir() {
+			continue
+		}
+		var m sandboxMeta
+		if err := readJSON(filepath.Join(s.sandboxDir(e.Name()), "meta.json"), &m); err != nil {
+			s.log.Warn("skipping sandbox without a readable meta.json", "id", e.Name(), "err", err)
+			continue
+		}
+		cfg := &runtimeapi.PodSandboxConfig{}
+		if err := protojson.Unmarshal(m.Config, cfg); err != nil {
+			s.log.Warn("skipping sandbox with an unreadable config", "id", m.ID, "err", err)
+			continue
+		}
+		s.sandboxes[m.ID] = &sandbox{meta: m, cfg: cfg}
+	}
+	ctrs, err := os.ReadDir(s.containersDir())
+	if err != nil {
+		return fmt.Errorf("cri: read containers: %w", err)
+	}
+	for _, e := range ctrs {
+		if !e.IsDir() {
+			continue
+		}
+		var m containerMeta
+		if err := readJSON(filepath.Join(s.containerDir(e.Name()), "meta.json"), &m); err != nil {
+			s.log.Warn("skipping container without a readable meta.json", "id", e.Name(), "err", err)
+			continue
+		}
+		cfg := &runtimeapi.ContainerConfig{}
+		if err := protojson.Unmarshal(m.Config, cfg); err != nil {
+			s.log.Warn("skipping container with an unreadable config", "id", m.ID, "err", err)
+			continue
+		}
+		c := &container{meta: m, cfg: cfg}
+		s.ctrs[m.ID] = c
+		if m.Final == nil {
+			// Reconcile now: a container that stopped while no server ran becomes EXITED;
+			// one the low-level runtime does not know at all is gone for good.
+			if o := s.refresh(ctx, c); o.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+				now := time.Now().UnixNano()
+				s.setFinal(c, &finalStatus{ExitCode: 255, FinishedAt: now, Reason: "Unknown",
+					Message: "the runtime lost the container while kubette was down: " + o.message})
+			}
+		}
+	}
+	return nil
+}
+
+// readJSON decodes the file at path into v.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return errors.New("empty file")
+	}
+	return json.Unmarshal(b, v)
+}
+
+// marshalConfig encodes a CRI message for meta.json.
+func marshalConfig(m proto.Message) (json.RawMessage, error) {
+	return protojson.Marshal(m)
+}

@@ -2,17 +2,17 @@ package cri
 
 import (
 	"errors"
-	"net/netip"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/runtime/network"
+	"github.com/kubette/kubette/internal/runtime/oci"
 )
 
-// The types below mirror the contracts of docs/node.md. They become aliases of the real
-// packages' types (runtime/image, runtime/runc, runtime/network, runtime/oci) once those land,
-// so the concrete types satisfy Images, Containers and Network unchanged.
+// The types of the consumer interfaces are those of docs/node.md: aliases of the real
+// packages' types, so the concrete types satisfy Images, Containers and Network.
 
 // Image is an image in the store (runtime/image.Image).
 type Image struct {
@@ -49,37 +49,17 @@ type ContainerState struct {
 // RuncStatus is "created", "running" or "stopped" (runtime/runc.Status).
 type RuncStatus string
 
-// PortMapping is a host port of a pod (runtime/network.PortMapping).
-type PortMapping struct {
-	Protocol                string
-	ContainerPort, HostPort int32
-	HostIP                  string
-}
+// PortMapping is a host port of a pod.
+type PortMapping = network.PortMapping
 
-// Pod is what the network needs to set up a sandbox (runtime/network.Pod).
-type Pod struct {
-	SandboxID, Namespace, Name, UID string
-	Ports                           []PortMapping
-}
+// Pod is what the network needs to set up a sandbox.
+type Pod = network.Pod
 
-// NetworkResult is a sandbox's network (runtime/network.Result).
-type NetworkResult struct {
-	NetNSPath string
-	IPs       []netip.Addr
-}
+// NetworkResult is a sandbox's network.
+type NetworkResult = network.Result
 
-// SpecInput is the input of the OCI spec generator (runtime/oci.Input).
-type SpecInput struct {
-	Container      *runtimeapi.ContainerConfig
-	Sandbox        *runtimeapi.PodSandboxConfig
-	Image          ocispec.ImageConfig
-	Rootfs         string
-	NetNSPath      string
-	Hostname       string
-	CgroupsPath    string
-	SandboxFiles   struct{ Hostname, Hosts, ResolvConf string }
-	MaxOOMScoreAdj int
-}
+// SpecInput is the input of the OCI spec generator.
+type SpecInput = oci.Input
 
-// SpecFunc builds an OCI spec (runtime/oci.Spec).
+// SpecFunc builds an OCI spec (oci.Spec, or a wrapper that fills the runtime's limits).
 type SpecFunc func(in SpecInput) (*specs.Spec, error)

@@ -61,6 +61,10 @@ type options struct {
 	namespace  string
 	qps        float64
 	burst      int
+	// podsFirst creates every pod before a scheduler (in this process) starts.
+	podsFirst bool
+	// nodes > 0 registers that many nodes without a kubelet (no sim needed).
+	nodes int
 }
 
 func main() {
@@ -71,6 +75,8 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", "", "namespace to use (default: create a fresh bench-sched-<random> namespace)")
 	flag.Float64Var(&o.qps, "qps", 10000, "client-side QPS limit")
 	flag.IntVar(&o.burst, "burst", 10000, "client-side burst")
+	flag.BoolVar(&o.podsFirst, "pods-first", false, "create every pod first, then start a scheduler in this process (schedulerName bench-scheduler-<run>, so the cluster's scheduler ignores them) and time the binds alone")
+	flag.IntVar(&o.nodes, "nodes", 0, "register this many Ready nodes with no kubelet behind them (nodes only, as upstream scheduler_perf: run no `kubette sim`); they are deleted at the end")
 	flag.Parse()
 	if o.kubeconfig == "" || o.pods <= 0 || o.workers <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: scheduler --kubeconfig FILE [--pods N>0] [--workers W>0] [flags]")
@@ -172,6 +178,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("get server version: %w", err)
 	}
+	runID := utilrand.String(5)
+	if o.nodes > 0 {
+		defer deleteNodes(ctx, cs, runID, out)
+		start := time.Now()
+		if err := createNodes(ctx, cs, runID, o.nodes, o.workers); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "nodes:   %d registered by the bench in %s (no kubelet: pods stay Pending once bound)\n", o.nodes, time.Since(start).Round(time.Millisecond))
+	}
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
@@ -185,7 +200,6 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 
-	runID := utilrand.String(5)
 	ns := o.namespace
 	if ns == "" {
 		ns = "bench-sched-" + runID
@@ -223,6 +237,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "nodes:   %d (%d Ready)\n", len(nodes.Items), ready)
 	fmt.Fprintf(out, "load:    %d pods in %s, %d creators, client qps %g burst %d, %d CPUs, load average %.2f\n",
 		o.pods, ns, o.workers, o.qps, o.burst, runtime.NumCPU(), load)
+	schedulerName := ""
+	if o.podsFirst {
+		schedulerName = "bench-scheduler-" + runID
+		fmt.Fprintf(out, "mode:    pods first, then scheduler %s in the bench process\n", schedulerName)
+	}
 
 	before, err := fetchMetrics(ctx, cs)
 	if err != nil {
@@ -233,7 +252,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	defer cleanup(ctx, cs, ns, selector, tr, out)
 	start := time.Now()
-	createErr := createPods(ctx, cs, ns, runID, o, tr)
+	createErr := createPods(ctx, cs, ns, runID, schedulerName, o, tr)
 	createEnd := time.Now()
 	tr.mu.Lock()
 	created := len(tr.created)
@@ -242,6 +261,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "pods:    %d created in %.2fs (%.0f/s)\n", created, createWall.Seconds(), float64(created)/createWall.Seconds())
 	if createErr != nil {
 		return fmt.Errorf("create pods: %w", createErr)
+	}
+	if o.podsFirst {
+		return bindPhase(ctx, cfg, cs, schedulerName, created, tr, out)
 	}
 
 	waitErr := tr.wait(ctx, start.Add(bindTimeout), func(t *bindTracker) bool { return len(t.bound) >= created })
@@ -266,7 +288,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 // createPods creates o.pods pods from o.workers goroutines and records when
 // each create returned. It stops at the first error.
-func createPods(ctx context.Context, cs kubernetes.Interface, ns, runID string, o options, tr *bindTracker) error {
+func createPods(ctx context.Context, cs kubernetes.Interface, ns, runID, schedulerName string, o options, tr *bindTracker) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var next atomic.Int64
@@ -281,7 +303,7 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, runID string, 
 					return
 				}
 				name := fmt.Sprintf("sched-%s-%d", runID, i)
-				if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod(name, runID), metav1.CreateOptions{}); err != nil {
+				if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod(name, runID, schedulerName), metav1.CreateOptions{}); err != nil {
 					once.Do(func() {
 						firstErr = fmt.Errorf("create pod %s/%s: %w", ns, name, err)
 						cancel()
@@ -296,11 +318,12 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, runID string, 
 	return firstErr
 }
 
-// pod is one bare pod of the run: one container requesting 10m CPU and 10Mi memory.
-func pod(name, runID string) *corev1.Pod {
+// pod is one bare pod of the run: one container requesting 10m CPU and 10Mi
+// memory, for schedulerName (the default scheduler when empty).
+func pod(name, runID, schedulerName string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{runLabel: runID}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Spec: corev1.PodSpec{SchedulerName: schedulerName, Containers: []corev1.Container{{
 			Name:  "pause",
 			Image: image,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{

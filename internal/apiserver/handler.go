@@ -53,6 +53,10 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request) {
 	case path == "/metrics":
 		s.metrics.handler().ServeHTTP(w, req)
 		return
+	case strings.HasPrefix(path, "/debug/pprof/"):
+		// As upstream's --profiling (on by default): behind authentication and authorization.
+		servePprof(w, req)
+		return
 	case strings.HasPrefix(path, "/openapi/"):
 		if s.docs.serve(w, req) {
 			return
@@ -115,7 +119,7 @@ func (s *Server) serveResource(w http.ResponseWriter, req *http.Request, ri *req
 		s.handleBinding(w, req, ri)
 		return
 	case "log":
-		s.writeError(w, req, apierrors.NewServiceUnavailable("pod logs need a kubelet, and no kubelet serves this pod"))
+		s.handlePodLog(w, req, ri)
 		return
 	case "finalize":
 		if ri.verb != "update" {

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -156,6 +157,12 @@ func TestReadyNamesWhatIsMissing(t *testing.T) {
 	}
 	if err := m.Ready(); err == nil || !strings.Contains(err.Error(), "no pod CIDR") {
 		t.Errorf("Ready() = %v, want a missing pod CIDR", err)
+	}
+	if _, err := m.Setup(context.Background(), Pod{SandboxID: "early", Name: "p"}); err == nil || !strings.Contains(err.Error(), "no pod CIDR") {
+		t.Errorf("Setup before SetPodCIDR = %v, want a missing pod CIDR", err)
+	}
+	if left, _ := os.ReadDir(m.cfg.NetNSDir); len(left) > 0 {
+		t.Errorf("Setup without a pod CIDR left %v", left)
 	}
 	if err := m.SetPodCIDR("10.88.7.0/24"); err != nil {
 		t.Fatal(err)

@@ -420,6 +420,14 @@ func TestTeardownAfterRestart(t *testing.T) {
 	e := newTestEnv(t)
 	id, res := e.setup(t, "survivor", PortMapping{ContainerPort: 80, HostPort: int32(freeHostPort(t))})
 
+	// Setting the same sandbox up again fails and leaves its network alone.
+	if _, err := e.m.Setup(context.Background(), Pod{SandboxID: id, Name: "survivor"}); err == nil {
+		t.Error("a second Setup of the same sandbox succeeded")
+	}
+	if got, err := e.m.Status(id); err != nil || !slices.Equal(got.IPs, res.IPs) || ns.IsNSorErr(res.NetNSPath) != nil {
+		t.Errorf("after a second Setup: Status = %+v, %v; netns %v", got, err, ns.IsNSorErr(res.NetNSPath))
+	}
+
 	// A new manager on the same directories: the state of the first one's sandboxes is on disk.
 	m2, err := New(e.cfg)
 	if err != nil {

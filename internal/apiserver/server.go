@@ -6,6 +6,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,9 @@ type Config struct {
 	// MaxWatchTimeout caps how long one watch request lasts (default 30 to 60 minutes,
 	// chosen at random per watch, as upstream's min-request-timeout). Clients resume.
 	MaxWatchTimeout time.Duration
+	// KubeletClientTLS is how the server reaches kubelets (pods/log): its client certificate
+	// and the CA that signed the kubelets' serving certificates. Without it pods/log answers 503.
+	KubeletClientTLS *tls.Config
 }
 
 // Server is the API server's request handling. Create it with New and serve Handler().

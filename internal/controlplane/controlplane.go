@@ -124,12 +124,18 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		<-storeCh
 		return nil, err
 	}
+	kubeletClient, err := kubeletClientCert(ca, pkiDir)
+	if err != nil {
+		<-storeCh
+		return nil, err
+	}
 	sr := <-storeCh
 	if sr.err != nil {
 		return nil, sr.err
 	}
 
-	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout})
+	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout,
+		KubeletClientTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		sr.stop()
 		return nil, err
@@ -257,6 +263,22 @@ func servingCert(ca *pki.CA, dir string) (tls.Certificate, error) {
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("load serving certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// kubeletClientCert loads or issues the certificate the API server presents to kubelets
+// (pods/log), named as kubeadm's apiserver-kubelet-client.
+func kubeletClientCert(ca *pki.CA, dir string) (tls.Certificate, error) {
+	certPEM, keyPEM, err := ca.LoadOrIssue(dir, "apiserver-kubelet-client", pki.CertSpec{
+		CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubeadm:cluster-admins"}, Client: true,
+	})
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load kubelet client certificate: %w", err)
 	}
 	return cert, nil
 }

@@ -374,6 +374,13 @@ func TestPodsTalkAndTeardownFreesEverything(t *testing.T) {
 	if got := fetch(t, "", hostPortAddr); got != "hello from a" {
 		t.Errorf("host → %s (hostPort of a): %q", hostPortAddr, got)
 	}
+	if got := fetch(t, b.NetNSPath, hostPortAddr); got != "hello from a" {
+		t.Errorf("b → %s (hostPort of a): %q", hostPortAddr, got)
+	}
+	// a through its own hostPort comes back over the same bridge port: hairpin mode and portmap's SNAT.
+	if got := fetch(t, a.NetNSPath, hostPortAddr); got != "hello from a" {
+		t.Errorf("a → %s (its own hostPort): %q", hostPortAddr, got)
+	}
 
 	// The plugins made rules for a (masquerade, hostPort DNAT): the check after Teardown is not empty-handed.
 	if lines := iptablesLines(t, idA); !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, pluginChainName("DN-", idA)) }) ||

@@ -147,7 +147,7 @@ func (m *Manager) register(rec *record) error {
 
 // Teardown runs CNI DEL for the sandbox (with an empty netns path if its namespace is already
 // gone), then unmounts and removes the namespace file. It is idempotent: tearing down a sandbox
-// twice, or one this manager never knew, returns nil.
+// twice, or one this manager never knew, returns nil; only a malformed ID is an error.
 func (m *Manager) Teardown(ctx context.Context, sandboxID string) error {
 	if err := validID(sandboxID); err != nil {
 		return fmt.Errorf("tear down network: %w", err)

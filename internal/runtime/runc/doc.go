@@ -1,0 +1,28 @@
+// Package runc runs OCI bundles with the runc binary, each container under a shim that outlives
+// the runtime process.
+//
+// Create starts the shim (Config.Shim, normally `kubette shim`). The shim detaches (a second
+// re-execution in a new session, so no process of the runtime has to reap it), becomes a child
+// subreaper, runs `runc create` with two pipes as the container's stdout and stderr, reports
+// "ready" or runc's error to Create over an inherited pipe, then copies both pipes into the
+// container's log file in the CRI format, reaps the container's init and writes exit.json beside
+// the bundle (in the container directory) before it exits. Start, State, Kill, Delete, Exec and
+// List run runc directly; State merges `runc state` with exit.json.
+//
+// Files the package keeps in the container directory (the parent of the bundle): exit.json
+// (the shim), shim.log (the shim's own stdout and stderr), shim.pid, init.pid, runc.log (runc's
+// log during create) and started (the time Start ran runc start).
+//
+// # Running the shim from a test binary
+//
+// A package whose tests create containers runs the shim by re-executing its own test binary:
+//
+//	func TestMain(m *testing.M) {
+//		runc.MaybeRunShim() // never returns when the binary runs as a shim
+//		os.Exit(m.Run())
+//	}
+//
+// and configures the runtime with Config{Shim: []string{exe}} where exe is os.Executable().
+// The runtime always starts the shim with ShimEnv=1 in its environment; MaybeRunShim runs
+// ShimMain with the binary's arguments and exits when it sees that variable.
+package runc

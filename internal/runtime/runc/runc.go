@@ -1,0 +1,437 @@
+package runc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Files in the container directory (the bundle's parent).
+const (
+	exitFile    = "exit.json"
+	shimLogFile = "shim.log"
+	shimPidFile = "shim.pid"
+	initPidFile = "init.pid"
+	runcLogFile = "runc.log"
+	startedFile = "started"
+)
+
+// ErrNotFound is returned (wrapped) for a container runc does not know.
+var ErrNotFound = errors.New("container not found")
+
+// Config configures a Runtime.
+type Config struct {
+	Binary string   // "runc" (or "crun"); default "runc"
+	Root   string   // runc --root; created if missing
+	Shim   []string // argv that starts the shim, e.g. {os.Executable(), "shim"}; default exactly that
+}
+
+// Runtime drives the runc binary. It holds no state of its own: everything lives in runc's root
+// and in the container directories, so a new Runtime adopts the containers of an old one.
+type Runtime struct {
+	binary string // absolute path
+	root   string
+	shim   []string
+}
+
+// New checks that the runc binary exists and creates Root.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Binary == "" {
+		cfg.Binary = "runc"
+	}
+	bin, err := exec.LookPath(cfg.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("runc runtime: %w", err)
+	}
+	if cfg.Root == "" {
+		return nil, errors.New("runc runtime: Root is required")
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("runc runtime: root: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		return nil, fmt.Errorf("runc runtime: create root: %w", err)
+	}
+	shim := cfg.Shim
+	if len(shim) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("runc runtime: find the shim: %w", err)
+		}
+		shim = []string{exe, "shim"}
+	}
+	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...)}, nil
+}
+
+// Status is a container's lifecycle state.
+type Status string
+
+// The statuses State reports.
+const (
+	StatusCreated Status = "created"
+	StatusRunning Status = "running"
+	StatusStopped Status = "stopped"
+)
+
+// State is what State reports about a container.
+type State struct {
+	Status                Status
+	Pid                   int
+	ExitCode              int
+	StartedAt, FinishedAt time.Time
+	OOMKilled             bool
+	Reason                string // "OOMKilled", "Error", "Completed", "StartError"
+	Message               string
+}
+
+// Create creates the container of bundleDir under a new shim and returns once runc has
+// created it (or failed to). The shim copies the container's stdout and stderr into logPath in
+// the CRI format; logPath's directory is created if missing. Create writes nothing to
+// bundleDir; its files go to the bundle's parent directory.
+func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (err error) {
+	bundleDir, err = filepath.Abs(bundleDir)
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", id, err)
+	}
+	dir := filepath.Dir(bundleDir)
+	for _, f := range []string{exitFile, startedFile, initPidFile, shimPidFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("create container %s: %w", id, err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("create container %s: log directory: %w", id, err)
+	}
+	shimLog, err := os.OpenFile(filepath.Join(dir, shimLogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", id, err)
+	}
+	defer shimLog.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", id, err)
+	}
+	defer readyR.Close()
+
+	a := shimArgs{id: id, bundle: bundleDir, root: r.root, runc: r.binary, logPath: logPath}
+	cmd := exec.Command(r.shim[0], append(append([]string(nil), r.shim[1:]...), a.flags()...)...)
+	cmd.Env = append(os.Environ(), ShimEnv+"=1")
+	cmd.Stdout, cmd.Stderr = shimLog, shimLog
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return fmt.Errorf("create container %s: start shim: %w", id, err)
+	}
+	// The first stage only re-executes itself detached and exits.
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("create container %s: shim: %w: %s", id, err, tail(filepath.Join(dir, shimLogFile)))
+	}
+	stop := context.AfterFunc(ctx, func() { _ = readyR.SetReadDeadline(time.Now()) })
+	defer stop()
+	msg, err := io.ReadAll(readyR)
+	if err != nil {
+		return fmt.Errorf("create container %s: wait for the shim: %w", id, errors.Join(err, ctx.Err()))
+	}
+	switch s := string(msg); {
+	case s == "ok":
+		return nil
+	case strings.HasPrefix(s, "error: "):
+		return fmt.Errorf("create container %s: %s", id, strings.TrimPrefix(s, "error: "))
+	default:
+		return fmt.Errorf("create container %s: the shim exited without reporting: %s", id, tail(filepath.Join(dir, shimLogFile)))
+	}
+}
+
+// tail is the end of a log file, for error messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no shim log)"
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 2000 {
+		s = "..." + s[len(s)-2000:]
+	}
+	return s
+}
+
+// Start starts a created container's process.
+func (r *Runtime) Start(ctx context.Context, id string) error {
+	rs, err := r.runcState(ctx, id)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	marker := filepath.Join(filepath.Dir(rs.Bundle), startedFile)
+	// Written before runc start so that StartedAt never follows FinishedAt.
+	if err := writeFileAtomic(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	if _, err := r.run(ctx, "start", id); err != nil {
+		_ = os.Remove(marker)
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	return nil
+}
+
+// runcState is `runc state`'s JSON.
+type runcState struct {
+	ID      string    `json:"id"`
+	Pid     int       `json:"pid"`
+	Status  string    `json:"status"`
+	Bundle  string    `json:"bundle"`
+	Created time.Time `json:"created"`
+}
+
+func (r *Runtime) runcState(ctx context.Context, id string) (runcState, error) {
+	out, err := r.run(ctx, "state", id)
+	if err != nil {
+		return runcState{}, err
+	}
+	var rs runcState
+	if err := json.Unmarshal(out, &rs); err != nil {
+		return runcState{}, fmt.Errorf("runc state: %w", err)
+	}
+	return rs, nil
+}
+
+// State reports a container's state: runc's, merged with the shim's exit.json once the
+// container's init has exited. Until the shim has written exit.json the container counts as
+// still running (or created), as under containerd, where a container stops with the shim's
+// exit event.
+func (r *Runtime) State(ctx context.Context, id string) (State, error) {
+	rs, err := r.runcState(ctx, id)
+	if err != nil {
+		return State{}, fmt.Errorf("state of container %s: %w", id, err)
+	}
+	dir := filepath.Dir(rs.Bundle)
+	st := State{Pid: rs.Pid}
+	started := false
+	if b, err := os.ReadFile(filepath.Join(dir, startedFile)); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b))); err == nil {
+			st.StartedAt, started = t, true
+		}
+	}
+	switch rs.Status {
+	case "created":
+		st.Status = StatusCreated
+	case "running", "paused", "pausing":
+		st.Status = StatusRunning
+	default:
+		st.Status = StatusStopped
+	}
+	var ex exitStatus
+	b, err := os.ReadFile(filepath.Join(dir, exitFile))
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &ex); err != nil {
+			return State{}, fmt.Errorf("state of container %s: %s: %w", id, exitFile, err)
+		}
+		st.Status = StatusStopped
+	case !errors.Is(err, os.ErrNotExist):
+		return State{}, fmt.Errorf("state of container %s: %w", id, err)
+	case st.Status != StatusStopped:
+		return st, nil
+	case shimAlive(dir):
+		// The init has exited and the shim is about to write exit.json.
+		st.Status = StatusRunning
+		if !started {
+			st.Status = StatusCreated
+		}
+		return st, nil
+	default:
+		ex = exitStatus{ExitCode: 255, Message: "the container's shim is gone: exit status unknown"}
+	}
+	st.ExitCode, st.FinishedAt, st.OOMKilled, st.Message = ex.ExitCode, ex.FinishedAt, ex.OOMKilled, ex.Message
+	switch {
+	case ex.OOMKilled:
+		st.Reason = "OOMKilled"
+	case !started:
+		st.Reason = "StartError"
+	case ex.ExitCode == 0:
+		st.Reason = "Completed"
+	default:
+		st.Reason = "Error"
+	}
+	return st, nil
+}
+
+// shimAlive reports whether the shim of the container directory dir still runs.
+func shimAlive(dir string) bool {
+	pid, err := readPid(filepath.Join(dir, shimPidFile))
+	if err != nil {
+		return false
+	}
+	if unix.Kill(pid, 0) != nil {
+		return false
+	}
+	// A reused pid is not our shim: its state is not a zombie and its cmdline names the shim
+	// flags.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && bytes.Contains(b, []byte("-detached"))
+}
+
+// Kill sends sig to the container's init. Killing a container that is already stopped is no
+// error.
+func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal) error {
+	_, err := r.run(ctx, "kill", id, strconv.Itoa(int(sig)))
+	if err != nil && !strings.Contains(err.Error(), "not running") {
+		return fmt.Errorf("kill container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Delete kills the container if it still runs and removes it from runc (state and cgroups).
+// Deleting a container runc does not know is no error.
+func (r *Runtime) Delete(ctx context.Context, id string) error {
+	if _, err := r.run(ctx, "delete", "--force", id); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("delete container %s: %w", id, err)
+	}
+	if err := os.RemoveAll(filepath.Join(r.root, id)); err != nil {
+		return fmt.Errorf("delete container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Exec runs cmd in a running container with the container's process settings (env, user,
+// working directory, capabilities) and returns its output and exit code. When timeout (if
+// > 0) passes, the process is killed and the error wraps context.DeadlineExceeded.
+func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error) {
+	if len(cmd) == 0 {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: no command", id)
+	}
+	rs, err := r.runcState(ctx, id)
+	if err != nil {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	if rs.Status != "running" {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: container is %s, not running", id, rs.Status)
+	}
+	b, err := os.ReadFile(filepath.Join(rs.Bundle, "config.json"))
+	if err != nil {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil || spec.Process == nil {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: bad config.json: %v", id, err)
+	}
+	proc := *spec.Process
+	proc.Args = cmd
+	proc.Terminal = false
+	proc.ConsoleSize = nil
+
+	tmp, err := os.MkdirTemp(filepath.Dir(rs.Bundle), "exec-")
+	if err != nil {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	defer os.RemoveAll(tmp)
+	pb, err := json.Marshal(proc)
+	if err != nil {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	procFile, pidFile, logFile := filepath.Join(tmp, "process.json"), filepath.Join(tmp, "pid"), filepath.Join(tmp, "runc.log")
+	if err := os.WriteFile(procFile, pb, 0o600); err != nil {
+		return nil, nil, -1, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var outBuf, errBuf bytes.Buffer
+	c := exec.CommandContext(ctx, r.binary, "--root", r.root, "--log", logFile, "--log-format", "json",
+		"exec", "--process", procFile, "--pid-file", pidFile, id)
+	c.Stdout, c.Stderr = &outBuf, &errBuf
+	c.Cancel = func() error {
+		// runc forwards signals but cannot forward SIGKILL: kill the process itself, then runc.
+		if pid, err := readPid(pidFile); err == nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		return c.Process.Kill()
+	}
+	c.WaitDelay = 5 * time.Second
+	runErr := c.Run()
+	if ctx.Err() != nil {
+		return outBuf.Bytes(), errBuf.Bytes(), -1, fmt.Errorf("exec in container %s: %w", id, ctx.Err())
+	}
+	var ee *exec.ExitError
+	switch {
+	case runErr == nil:
+		return outBuf.Bytes(), errBuf.Bytes(), 0, nil
+	case errors.As(runErr, &ee):
+		// runc exits 255 with an error in its log when it could not run the process (no such
+		// executable, container gone); otherwise its exit code is the process's.
+		if msg := runcLoggedError(logFile); msg != "" && ee.ExitCode() == 255 {
+			return outBuf.Bytes(), errBuf.Bytes(), -1, fmt.Errorf("exec in container %s: %s", id, msg)
+		}
+		return outBuf.Bytes(), errBuf.Bytes(), ee.ExitCode(), nil
+	default:
+		return outBuf.Bytes(), errBuf.Bytes(), -1, fmt.Errorf("exec in container %s: %w", id, runErr)
+	}
+}
+
+// List returns the IDs of the containers runc knows under Root.
+func (r *Runtime) List(ctx context.Context) ([]string, error) {
+	out, err := r.run(ctx, "list", "--format", "json")
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var list []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	ids := make([]string, 0, len(list))
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+// run runs `runc --root Root args...` and returns its stdout. The error carries runc's message;
+// it wraps ErrNotFound when runc says the container does not exist.
+func (r *Runtime) run(ctx context.Context, args ...string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, r.binary, append([]string{"--root", r.root, "--log-format", "json"}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := runcMessage(stderr.Bytes())
+		if strings.Contains(msg, "does not exist") {
+			return nil, fmt.Errorf("runc %s: %s: %w", args[0], msg, ErrNotFound)
+		}
+		return nil, fmt.Errorf("runc %s: %w: %s", args[0], err, msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// runcMessage extracts the messages of runc's JSON log lines on stderr (the text as is when
+// it is not JSON).
+func runcMessage(stderr []byte) string {
+	var msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(stderr)), "\n") {
+		var e struct{ Level, Msg string }
+		if json.Unmarshal([]byte(line), &e) == nil && e.Msg != "" {
+			msgs = append(msgs, e.Msg)
+		} else if line != "" {
+			msgs = append(msgs, line)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}

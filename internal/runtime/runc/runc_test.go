@@ -1,0 +1,561 @@
+package runc
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/runtime/oci"
+	"github.com/kubette/kubette/internal/testenv/needs"
+)
+
+// helperEnv makes the test binary a short-lived "runtime process" that creates and starts a
+// container, prints "started", and waits to be killed (TestShimOutlivesRuntime).
+const helperEnv = "KUBETTE_RUNC_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	MaybeRunShim()
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper(strings.Split(os.Getenv(helperEnv), "\n")))
+	}
+	os.Exit(m.Run())
+}
+
+// runHelper creates and starts container args = {root, id, bundle, logPath} and blocks.
+func runHelper(args []string) int {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	rt, err := New(Config{Root: args[0], Shim: []string{exe}})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	ctx := context.Background()
+	if err := rt.Create(ctx, args[1], args[2], args[3]); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if err := rt.Start(ctx, args[1]); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("started")
+	select {} // until killed
+}
+
+// waitFor polls cond every 50 ms until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func newID(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// fixture is one runtime with a cgroup parent of its own, removed at cleanup.
+type fixture struct {
+	rt           *Runtime
+	root         string
+	cgroupParent string // "/kubette-test-<rand>"
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	needs.Root(t)
+	needs.Binary(t, "runc", "runc")
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("needs /bin/busybox (apt-get install -y busybox-static)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "runc")
+	rt, err := New(Config{Root: root, Shim: []string{exe}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{rt: rt, root: root, cgroupParent: "/kubette-test-" + newID(t)[:12]}
+	t.Cleanup(func() {
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + f.cgroupParent)
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("remove cgroup %s: %v", d, err)
+			}
+		}
+	})
+	return f
+}
+
+// container is a created container.
+type container struct {
+	id, dir, bundle, log string
+}
+
+// busyboxRootfs makes a rootfs of /bin/busybox and its applet links.
+func busyboxRootfs(t *testing.T, rootfs string) {
+	t.Helper()
+	for _, d := range []string{"bin", "proc", "sys", "dev", "tmp", "etc"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := os.Open("/bin/busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(filepath.Join(rootfs, "bin", "busybox"), os.O_WRONLY|os.O_CREATE, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/busybox", "--list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		if applet == "busybox" || strings.Contains(applet, "/") {
+			continue
+		}
+		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", applet)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "etc", "passwd"), []byte("root:x:0:0:root:/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// create makes a bundle running args and creates the container; edit may change the input.
+func (f *fixture) create(t *testing.T, args []string, edit func(*oci.Input)) container {
+	t.Helper()
+	c := container{id: newID(t), dir: t.TempDir()}
+	c.bundle = filepath.Join(c.dir, "bundle")
+	c.log = filepath.Join(c.dir, "logs", "0.log")
+	rootfs := filepath.Join(c.bundle, "rootfs")
+	busyboxRootfs(t, rootfs)
+	var nofile syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+		t.Fatal(err)
+	}
+	own, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownAdj, _ := strconv.Atoi(strings.TrimSpace(string(own)))
+	in := oci.Input{
+		Container: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "test"},
+			Command:  args,
+		},
+		Sandbox:        &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "pod", Namespace: "default", Uid: "uid"}},
+		Rootfs:         rootfs,
+		Hostname:       "test",
+		CgroupsPath:    f.cgroupParent + "/" + c.id,
+		MaxOOMScoreAdj: ownAdj,
+		MaxNOFILE:      nofile.Max,
+	}
+	if edit != nil {
+		edit(&in)
+	}
+	spec, err := oci.Spec(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.bundle, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.rt.Delete(context.Background(), c.id); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		// Wait for the shim to finish so that nothing outlives the test.
+		if pid, err := readPid(filepath.Join(c.dir, shimPidFile)); err == nil {
+			deadline := time.Now().Add(30 * time.Second)
+			for shimAlive(c.dir) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if shimAlive(c.dir) {
+				t.Errorf("shim %d still runs after delete", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	if err := f.rt.Create(context.Background(), c.id, c.bundle, c.log); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return c
+}
+
+// run creates and starts a container.
+func (f *fixture) run(t *testing.T, args []string, edit func(*oci.Input)) container {
+	t.Helper()
+	c := f.create(t, args, edit)
+	if err := f.rt.Start(context.Background(), c.id); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return c
+}
+
+// waitStopped polls State until the container has stopped.
+func (f *fixture) waitStopped(t *testing.T, id string) State {
+	t.Helper()
+	var st State
+	waitFor(t, "container "+id[:12]+" to stop", func() bool {
+		var err error
+		st, err = f.rt.State(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Status == StatusStopped
+	})
+	return st
+}
+
+// logEntry is one parsed CRI log line.
+type logEntry struct {
+	time        time.Time
+	stream, tag string
+	content     string
+}
+
+var logLine = regexp.MustCompile(`^(\S+) (stdout|stderr) (F|P) (.*)$`)
+
+func readLog(t *testing.T, path string) []logEntry {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []logEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		m := logLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			t.Fatalf("log line not in CRI format: %q", sc.Text())
+		}
+		ts, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			t.Fatalf("log line timestamp %q: %v", m[1], err)
+		}
+		out = append(out, logEntry{time: ts, stream: m[2], tag: m[3], content: m[4]})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLogAndExitCode(t *testing.T) {
+	f := newFixture(t)
+	c := f.create(t, []string{"sh", "-c", "echo hello; echo oops >&2; echo; printf 'no newline'; exit 3"}, nil)
+	st, err := f.rt.State(context.Background(), c.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != StatusCreated || st.Pid <= 0 {
+		t.Fatalf("after Create: %+v, want created with a pid", st)
+	}
+	ids, err := f.rt.List(context.Background())
+	if err != nil || !slices.Contains(ids, c.id) {
+		t.Fatalf("List = %v, %v; want it to hold %s", ids, err, c.id)
+	}
+	before := time.Now()
+	if err := f.rt.Start(context.Background(), c.id); err != nil {
+		t.Fatal(err)
+	}
+	st = f.waitStopped(t, c.id)
+	if st.ExitCode != 3 || st.Reason != "Error" || st.OOMKilled {
+		t.Errorf("state = %+v, want exit code 3, reason Error", st)
+	}
+	if st.StartedAt.Before(before.Add(-time.Second)) || st.FinishedAt.Before(st.StartedAt) {
+		t.Errorf("startedAt %v finishedAt %v (start called at %v)", st.StartedAt, st.FinishedAt, before)
+	}
+	var got []string
+	for _, e := range readLog(t, c.log) {
+		got = append(got, e.stream+" "+e.tag+" "+e.content)
+	}
+	// stdout and stderr are separate pipes: their relative order is not guaranteed.
+	slices.Sort(got)
+	want := []string{"stderr F oops", "stdout F ", "stdout F hello", "stdout F no newline"}
+	if !slices.Equal(got, want) {
+		t.Errorf("log entries = %q, want %q", got, want)
+	}
+}
+
+func TestCompleted(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"true"}, nil)
+	st := f.waitStopped(t, c.id)
+	if st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Errorf("state = %+v, want exit code 0, reason Completed", st)
+	}
+}
+
+func TestLongLinesSplit(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"sh", "-c", "head -c 40000 /dev/zero | tr '\\0' a; echo; echo short"}, nil)
+	f.waitStopped(t, c.id)
+	entries := readLog(t, c.log)
+	var got []string
+	for _, e := range entries {
+		if strings.Trim(e.content, "a") != "" && e.content != "short" {
+			t.Fatalf("unexpected content %q", e.content)
+		}
+		got = append(got, fmt.Sprintf("%s %d", e.tag, len(e.content)))
+	}
+	want := []string{"P 16384", "P 16384", "F 7232", "F 5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries (tag, length) = %q, want %q", got, want)
+	}
+}
+
+func TestKillSignals(t *testing.T) {
+	f := newFixture(t)
+	// In the host's pid namespace sleep is not pid 1, so SIGTERM's default action kills it.
+	term := f.run(t, []string{"sleep", "1000"}, func(in *oci.Input) {
+		in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_NODE}}}
+	})
+	// As pid 1 of its own namespace, sleep ignores SIGTERM; SIGKILL still kills it.
+	kill := f.run(t, []string{"sleep", "1000"}, nil)
+	for _, c := range []container{term, kill} {
+		st, err := f.rt.State(context.Background(), c.id)
+		if err != nil || st.Status != StatusRunning {
+			t.Fatalf("state = %+v, %v; want running", st, err)
+		}
+	}
+	if err := f.rt.Kill(context.Background(), term.id, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rt.Kill(context.Background(), kill.id, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.waitStopped(t, term.id); st.ExitCode != 143 || st.Reason != "Error" {
+		t.Errorf("SIGTERM: state = %+v, want exit code 143", st)
+	}
+	if st := f.waitStopped(t, kill.id); st.ExitCode != 137 || st.Reason != "Error" {
+		t.Errorf("SIGKILL: state = %+v, want exit code 137", st)
+	}
+	if err := f.rt.Kill(context.Background(), kill.id, syscall.SIGKILL); err != nil {
+		t.Errorf("kill a stopped container: %v, want no error", err)
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	f := newFixture(t)
+	// awk doubles a string until the 16 MiB limit stops it (the machine has no swap; memsw is
+	// capped too in case it had).
+	c := f.run(t, []string{"awk", "BEGIN { s = \"aaaaaaaa\"; while (1) s = s s }"}, func(in *oci.Input) {
+		in.Container.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{
+			MemoryLimitInBytes: 16 << 20, MemorySwapLimitInBytes: 16 << 20}}
+	})
+	st := f.waitStopped(t, c.id)
+	if !st.OOMKilled || st.Reason != "OOMKilled" || st.ExitCode != 137 {
+		t.Errorf("state = %+v, want OOMKilled with exit code 137", st)
+	}
+}
+
+func TestExec(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"sleep", "1000"}, func(in *oci.Input) {
+		in.Container.Envs = []*runtimeapi.KeyValue{{Key: "GREETING", Value: []byte("hi")}}
+	})
+	ctx := context.Background()
+	out, errOut, code, err := f.rt.Exec(ctx, c.id, []string{"sh", "-c", "echo $GREETING; echo err >&2; exit 7"}, 0)
+	if err != nil || code != 7 || string(out) != "hi\n" || string(errOut) != "err\n" {
+		t.Errorf("Exec = %q, %q, %d, %v; want \"hi\\n\", \"err\\n\", 7, nil", out, errOut, code, err)
+	}
+	if _, _, _, err := f.rt.Exec(ctx, c.id, []string{"/no/such/binary"}, 0); err == nil {
+		t.Error("Exec of a missing binary: want an error")
+	}
+	_, _, _, err = f.rt.Exec(ctx, c.id, []string{"sleep", "999"}, time.Second)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Exec past its timeout: %v, want DeadlineExceeded", err)
+	}
+	// The timed-out process was killed, not left behind.
+	waitFor(t, "the timed-out exec to be gone", func() bool {
+		out, _, _, err := f.rt.Exec(ctx, c.id, []string{"ps", "-o", "args"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !strings.Contains(string(out), "sleep 999")
+	})
+	if err := f.rt.Kill(ctx, c.id, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	f.waitStopped(t, c.id)
+	if _, _, _, err := f.rt.Exec(ctx, c.id, []string{"true"}, 0); err == nil {
+		t.Error("Exec in a stopped container: want an error")
+	}
+}
+
+func TestCreateFailure(t *testing.T) {
+	f := newFixture(t)
+	c := container{id: newID(t), dir: t.TempDir()}
+	c.bundle = filepath.Join(c.dir, "bundle")
+	busyboxRootfs(t, filepath.Join(c.bundle, "rootfs"))
+	spec, err := oci.Spec(oci.Input{
+		Container: &runtimeapi.ContainerConfig{Command: []string{"/no/such/binary"}},
+		Rootfs:    filepath.Join(c.bundle, "rootfs"), CgroupsPath: f.cgroupParent + "/" + c.id, MaxNOFILE: 1024,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(spec)
+	if err := os.WriteFile(filepath.Join(c.bundle, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.rt.Delete(context.Background(), c.id) })
+	err = f.rt.Create(context.Background(), c.id, c.bundle, filepath.Join(c.dir, "0.log"))
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Create with a missing binary: %v, want runc's \"no such file\" error", err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"sleep", "1000"}, nil)
+	ctx := context.Background()
+	memCgroup := filepath.Join("/sys/fs/cgroup/memory", f.cgroupParent, c.id)
+	if _, err := os.Stat(memCgroup); err != nil {
+		t.Fatalf("container cgroup: %v", err)
+	}
+	if err := f.rt.Delete(ctx, c.id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rt.State(ctx, c.id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("State after Delete: %v, want ErrNotFound", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, c.id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("runc state dir after Delete: %v, want it gone", err)
+	}
+	for _, ctrl := range []string{"memory", "pids", "cpu", "devices"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, f.cgroupParent, c.id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s cgroup after Delete: %v, want it gone", ctrl, err)
+		}
+	}
+	ids, err := f.rt.List(ctx)
+	if err != nil || slices.Contains(ids, c.id) {
+		t.Errorf("List after Delete = %v, %v", ids, err)
+	}
+	if err := f.rt.Delete(ctx, c.id); err != nil {
+		t.Errorf("second Delete: %v, want nil", err)
+	}
+	// The shim saw its container die and wrote the exit status.
+	waitFor(t, "exit.json", func() bool {
+		_, err := os.Stat(filepath.Join(c.dir, exitFile))
+		return err == nil
+	})
+}
+
+// TestShimOutlivesRuntime starts a container from a child process, kills that process, and
+// checks the container keeps running, its output still reaches the log, and its exit is still
+// recorded.
+func TestShimOutlivesRuntime(t *testing.T) {
+	f := newFixture(t)
+	c := container{id: newID(t), dir: t.TempDir()}
+	c.bundle = filepath.Join(c.dir, "bundle")
+	c.log = filepath.Join(c.dir, "logs", "0.log")
+	// Write the bundle with the fixture's helpers but create it from the child.
+	rootfs := filepath.Join(c.bundle, "rootfs")
+	busyboxRootfs(t, rootfs)
+	spec, err := oci.Spec(oci.Input{
+		Container: &runtimeapi.ContainerConfig{Command: []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done"}},
+		Rootfs:    rootfs, CgroupsPath: f.cgroupParent + "/" + c.id, MaxNOFILE: 1024,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(spec)
+	if err := os.WriteFile(filepath.Join(c.bundle, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.rt.Delete(context.Background(), c.id); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(exe)
+	child.Env = append(os.Environ(), helperEnv+"="+strings.Join([]string{f.root, c.id, c.bundle, c.log}, "\n"))
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "started\n" {
+		t.Fatalf("helper said %q, %v", line, err)
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	st, err := f.rt.State(context.Background(), c.id)
+	if err != nil || st.Status != StatusRunning {
+		t.Fatalf("state after the runtime process died = %+v, %v; want running", st, err)
+	}
+	n := len(readLog(t, c.log))
+	waitFor(t, "more output after the runtime process died", func() bool { return len(readLog(t, c.log)) >= n+5 })
+	if err := f.rt.Kill(context.Background(), c.id, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.waitStopped(t, c.id); st.ExitCode != 137 {
+		t.Errorf("state = %+v, want exit code 137", st)
+	}
+}

@@ -209,7 +209,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		ID: id, SandboxID: sbMeta.ID, Config: raw, ImageID: img.ID, ImageName: imageName, ImageRef: imageRef,
 		StopSignal: stopSignal, CgroupsPath: in.CgroupsPath, CreatedAt: time.Now().UnixNano(), LogPath: logPath,
 	}}
-	if err := s.cfg.Containers.Create(ctx, id, bundle, logPath); err != nil {
+	runtimeLog := logPath
+	if runtimeLog == "" {
+		runtimeLog = os.DevNull // the kubelet asked for no log: the output goes nowhere
+	}
+	if err := s.cfg.Containers.Create(ctx, id, bundle, runtimeLog); err != nil {
 		return nil, fmt.Errorf("failed to create container %s (%q): %w", id, cfg.GetMetadata().GetName(), err)
 	}
 	undo = append(undo, func(ctx context.Context) error { return s.cfg.Containers.Delete(ctx, id) })

@@ -221,6 +221,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		return nil, err
 	}
 	s.mu.Lock()
+	if cur, ok := s.sandboxes[sbMeta.ID]; !ok || !cur.meta.Ready {
+		// The sandbox was stopped or removed while the container was being created.
+		s.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %s stopped while container %q was created", sbMeta.ID, cfg.GetMetadata().GetName())
+	}
 	s.ctrs[id] = c
 	s.mu.Unlock()
 	s.log.Info("container created", "id", id, "name", cfg.GetMetadata().GetName(), "sandbox", sbMeta.ID)

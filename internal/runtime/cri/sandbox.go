@@ -185,13 +185,21 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 	return &runtimeapi.StopPodSandboxResponse{}, nil
 }
 
-// stopSandbox stops sb's containers with a short grace and tears its network down.
+// stopSandbox marks sb NOTREADY (so no container joins it any more), stops its containers
+// with a short grace and tears its network down.
 func (s *Server) stopSandbox(ctx context.Context, sb *sandbox) error {
 	sb.op.Lock()
 	defer sb.op.Unlock()
 	s.mu.Lock()
+	wasReady := sb.meta.Ready
+	sb.meta.Ready = false
 	m := sb.meta
 	s.mu.Unlock()
+	if wasReady {
+		if err := s.saveSandbox(m); err != nil {
+			return err
+		}
+	}
 	var errs []error
 	for _, c := range s.containersOf(m.ID) {
 		errs = append(errs, s.stopContainer(ctx, c, s.cfg.SandboxStopGrace))
@@ -204,17 +212,9 @@ func (s *Server) stopSandbox(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("failed to tear down the network of sandbox %s: %w", m.ID, err)
 		}
 	}
-	if !m.Ready {
-		return nil
+	if wasReady {
+		s.log.Info("pod sandbox stopped", "id", m.ID)
 	}
-	s.mu.Lock()
-	sb.meta.Ready = false
-	m = sb.meta
-	s.mu.Unlock()
-	if err := s.saveSandbox(m); err != nil {
-		return err
-	}
-	s.log.Info("pod sandbox stopped", "id", m.ID)
 	return nil
 }
 

@@ -2,13 +2,13 @@ package cri
 
 import (
 	"errors"
-	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/kubette/kubette/internal/runtime/network"
 	"github.com/kubette/kubette/internal/runtime/oci"
+	"github.com/kubette/kubette/internal/runtime/runc"
 )
 
 // The types of the consumer interfaces are those of docs/node.md: aliases of the real
@@ -35,19 +35,11 @@ type PullOptions struct {
 // ErrImageNotFound is the image store's not-found error (runtime/image.ErrNotFound).
 var ErrImageNotFound = errors.New("image not found")
 
-// ContainerState is what the low-level runtime reports (runtime/runc.State).
-type ContainerState struct {
-	Status                RuncStatus
-	Pid                   int
-	ExitCode              int
-	StartedAt, FinishedAt time.Time
-	OOMKilled             bool
-	Reason                string
-	Message               string
-}
+// ContainerState is what the low-level runtime reports.
+type ContainerState = runc.State
 
-// RuncStatus is "created", "running" or "stopped" (runtime/runc.Status).
-type RuncStatus string
+// RuncStatus is "created", "running" or "stopped".
+type RuncStatus = runc.Status
 
 // PortMapping is a host port of a pod.
 type PortMapping = network.PortMapping

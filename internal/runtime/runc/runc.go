@@ -296,6 +296,25 @@ func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal) error
 	return nil
 }
 
+// ReopenLog makes the container's shim reopen its log path, after the kubelet renamed the file
+// to rotate it (CRI ReopenContainerLog). The shim reopens it asynchronously, within moments;
+// until then output still goes to the renamed file.
+func (r *Runtime) ReopenLog(ctx context.Context, id string) error {
+	rs, err := r.runcState(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reopen log of container %s: %w", id, err)
+	}
+	dir := filepath.Dir(rs.Bundle)
+	pid, err := readPid(filepath.Join(dir, shimPidFile))
+	if err != nil || !shimAlive(dir) {
+		return fmt.Errorf("reopen log of container %s: its shim is not running", id)
+	}
+	if err := unix.Kill(pid, unix.SIGUSR1); err != nil {
+		return fmt.Errorf("reopen log of container %s: signal the shim: %w", id, err)
+	}
+	return nil
+}
+
 // Delete kills the container if it still runs and removes it from runc (state and cgroups).
 // Deleting a container runc does not know is no error.
 func (r *Runtime) Delete(ctx context.Context, id string) error {

@@ -495,6 +495,50 @@ func TestDelete(t *testing.T) {
 	})
 }
 
+func TestUserEnvAndWorkingDir(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"sh", "-c", "echo $(id -u):$(id -g):$(id -G) $GREETING $(pwd); sleep 1000"}, func(in *oci.Input) {
+		in.Container.WorkingDir = "/tmp"
+		in.Container.Envs = []*runtimeapi.KeyValue{{Key: "GREETING", Value: []byte("hi")}}
+		in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			RunAsUser: &runtimeapi.Int64Value{Value: 1000}, RunAsGroup: &runtimeapi.Int64Value{Value: 2000}, SupplementalGroups: []int64{3000}}}
+	})
+	want := "1000:2000:2000 3000 hi /tmp"
+	waitFor(t, "the container's first line", func() bool { return len(readLog(t, c.log)) > 0 })
+	if got := readLog(t, c.log)[0].content; got != want {
+		t.Errorf("container says %q, want %q", got, want)
+	}
+	// Exec runs with the container's user, env and working directory.
+	out, _, code, err := f.rt.Exec(context.Background(), c.id, []string{"sh", "-c", "echo $(id -u):$(id -g):$(id -G) $GREETING $(pwd)"}, 0)
+	if err != nil || code != 0 || string(out) != want+"\n" {
+		t.Errorf("Exec = %q, %d, %v; want %q", out, code, err, want)
+	}
+}
+
+func TestReopenLog(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}, nil)
+	waitFor(t, "output", func() bool { return len(readLog(t, c.log)) > 0 })
+	rotated := c.log + ".1"
+	if err := os.Rename(c.log, rotated); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rt.ReopenLog(context.Background(), c.id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "output in the reopened log", func() bool { return len(readLog(t, c.log)) >= 3 })
+	// Every line is in one file or the other, in order, none lost.
+	var ticks []string
+	for _, e := range append(readLog(t, rotated), readLog(t, c.log)...) {
+		ticks = append(ticks, e.content)
+	}
+	for i, got := range ticks {
+		if want := fmt.Sprintf("tick %d", i); got != want {
+			t.Fatalf("line %d of the rotated and the new log = %q, want %q", i, got, want)
+		}
+	}
+}
+
 // TestShimOutlivesRuntime starts a container from a child process, kills that process, and
 // checks the container keeps running, its output still reaches the log, and its exit is still
 // recorded.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -100,6 +101,7 @@ func detach(ready *os.File, args []string) int {
 	argv := append(append(append([]string(nil), prefix...), args...), "-detached")
 	cmd := exec.Command("/proc/self/exe", argv...)
 	cmd.Args[0] = os.Args[0]
+	cmd.Dir = "/" // hold no directory of the runtime's
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{ready}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -112,6 +114,8 @@ func detach(ready *os.File, args []string) int {
 // runShim is the detached shim.
 func runShim(ready *os.File, a shimArgs) int {
 	dir := filepath.Dir(a.bundle)
+	// Neither runc nor the container may inherit the ready pipe: Create waits for its EOF.
+	unix.CloseOnExec(int(ready.Fd()))
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return reportFailure(ready, fmt.Errorf("become a child subreaper: %w", err))
 	}
@@ -126,7 +130,6 @@ func runShim(ready *os.File, a shimArgs) int {
 	if err != nil {
 		return reportFailure(ready, fmt.Errorf("open container log: %w", err))
 	}
-	defer logFile.Close()
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -161,6 +164,25 @@ func runShim(ready *os.File, a shimArgs) int {
 	oomBefore := oomKillCount(memCgroup)
 
 	log := &criLog{w: logFile, now: time.Now}
+	// SIGUSR1 (Runtime.ReopenLog) reopens the log path, after the kubelet rotated the file.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "shim: reopen log: %v\n", err)
+				continue
+			}
+			log.mu.Lock()
+			old := log.w
+			log.w = f
+			log.mu.Unlock()
+			if c, ok := old.(io.Closer); ok {
+				c.Close()
+			}
+		}
+	}()
 	var copiers sync.WaitGroup
 	for _, s := range []struct {
 		r    *os.File

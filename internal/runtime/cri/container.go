@@ -537,7 +537,18 @@ func (s *Server) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*
 	return nil, status.Error(codes.Unimplemented, "kubette runtime: port forwarding is not implemented yet")
 }
 
-// ReopenContainerLog is not supported: the shim owns the log file and does not reopen it.
-func (s *Server) ReopenContainerLog(context.Context, *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "kubette runtime: reopening container logs is not implemented yet")
+// ReopenContainerLog makes the shim of a running container reopen its log file, after the
+// kubelet renamed it to rotate it.
+func (s *Server) ReopenContainerLog(ctx context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	c, err := s.findContainer(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	if o := s.refresh(ctx, c); o.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running (%s)", c.meta.ID, o.state)
+	}
+	if err := s.cfg.Containers.ReopenLog(ctx, c.meta.ID); err != nil {
+		return nil, fmt.Errorf("failed to reopen the log of container %s: %w", c.meta.ID, err)
+	}
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
 }

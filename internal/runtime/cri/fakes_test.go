@@ -123,6 +123,7 @@ type fakeContainers struct {
 	startErr error
 	starts   int
 	logs     map[string]string // id → log path
+	reopened []string
 }
 
 func newFakeContainers() *fakeContainers {
@@ -207,6 +208,13 @@ func (f *fakeContainers) List(context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+func (f *fakeContainers) ReopenLog(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reopened = append(f.reopened, id)
+	return nil
 }
 
 // exit makes a running container exit with code.

@@ -26,6 +26,9 @@ type Containers interface {
 	Delete(ctx context.Context, id string) error
 	Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int, err error)
 	List(ctx context.Context) ([]string, error)
+	// ReopenLog makes the container's shim reopen its log file (not in docs/node.md's
+	// contract; runtime/runc offers it for CRI ReopenContainerLog).
+	ReopenLog(ctx context.Context, id string) error
 }
 
 // Network is what the server needs of the pod network (runtime/network.Manager).

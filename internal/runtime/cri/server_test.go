@@ -357,6 +357,9 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 	_, err = e.srv.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"sleep", "9"}, Timeout: 1})
 	wantCode(t, err, codes.DeadlineExceeded)
+	if _, err := e.srv.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil || !slices.Equal(e.ctrs.reopened, []string{id}) {
+		t.Errorf("ReopenContainerLog: %v, reopened %v", err, e.ctrs.reopened)
+	}
 
 	if _, err := e.srv.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 10}); err != nil {
 		t.Fatal(err)
@@ -369,6 +372,8 @@ func TestContainerLifecycle(t *testing.T) {
 		t.Errorf("exited status = %v", st)
 	}
 	_, err = e.srv.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"true"}})
+	wantCode(t, err, codes.FailedPrecondition)
+	_, err = e.srv.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
 	wantCode(t, err, codes.FailedPrecondition)
 	if _, err := e.srv.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 10}); err != nil {
 		t.Errorf("stop of an exited container: %v", err)

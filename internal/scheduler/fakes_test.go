@@ -83,8 +83,8 @@ type fakePostFilter struct{}
 
 func (fakePostFilter) Name() string { return "FakePreemption" }
 
-func (fakePostFilter) PostFilter(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, filtered framework.NodeToStatus) (string, *framework.Status) {
-	return "", framework.NewStatus(framework.Unschedulable,
+func (fakePostFilter) PostFilter(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, filtered framework.NodeToStatus) (*framework.PostFilterResult, *framework.Status) {
+	return nil, framework.NewStatus(framework.Unschedulable,
 		fmt.Sprintf("preemption: 0/%d nodes are available: %d Preemption is not helpful for scheduling.", len(filtered), len(filtered)))
 }
 

@@ -3,8 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -53,29 +51,11 @@ type FitError struct {
 // Filter reason with the number of nodes that gave it, sorted as strings; then the
 // PostFilter message if a PostFilter plugin ran.
 func (f *FitError) Error() string {
-	msg := fmt.Sprintf("0/%d nodes are available:", f.NumAllNodes)
+	var msg string
 	if f.Diagnosis.PreFilterMsg != "" {
-		msg += " " + f.Diagnosis.PreFilterMsg + "."
+		msg = fmt.Sprintf("0/%d nodes are available: %s.", f.NumAllNodes, f.Diagnosis.PreFilterMsg)
 	} else {
-		counts := map[string]int{}
-		for _, s := range f.Diagnosis.NodeToStatus {
-			for _, r := range s.Reasons() {
-				counts[r]++
-			}
-		}
-		if absent := f.NumAllNodes - len(f.Diagnosis.NodeToStatus); absent > 0 && f.Diagnosis.AbsentNodesStatus != nil {
-			for _, r := range f.Diagnosis.AbsentNodesStatus.Reasons() {
-				counts[r] += absent
-			}
-		}
-		reasons := make([]string, 0, len(counts))
-		for r, n := range counts {
-			reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
-		}
-		sort.Strings(reasons)
-		if len(reasons) > 0 {
-			msg += " " + strings.Join(reasons, ", ") + "."
-		}
+		msg = framework.FitMessage(f.NumAllNodes, f.Diagnosis.NodeToStatus, f.Diagnosis.AbsentNodesStatus)
 	}
 	if f.Diagnosis.PostFilterMsg != "" {
 		msg += " " + f.Diagnosis.PostFilterMsg

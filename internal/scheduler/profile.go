@@ -8,8 +8,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubette/kubette/internal/scheduler/framework"
@@ -24,8 +26,22 @@ type profile struct {
 	postFilter  []framework.PostFilterPlugin
 	preScore    []framework.PreScorePlugin
 	score       []weightedScorePlugin
+	reserve     []framework.ReservePlugin
+	permit      []framework.PermitPlugin
+	preBind     []framework.PreBindPlugin
 	bind        []framework.BindPlugin
+	postBind    []framework.PostBindPlugin
 	parallelism int
+
+	// nominator gives the pods nominated for each node (the queue).
+	nominator nominatedPodLister
+	// waitingPods holds the pods Permit plugins asked to wait.
+	waitingPods *framework.WaitingPods
+}
+
+// nominatedPodLister is the queue as filtering sees it.
+type nominatedPodLister interface {
+	NominatedPodsForNode(nodeName string) []*corev1.Pod
 }
 
 type weightedScorePlugin struct {
@@ -33,11 +49,14 @@ type weightedScorePlugin struct {
 	weight int64
 }
 
-// handle is what plugins get from the scheduler.
+// handle is what plugins get from the scheduler; profile is set once the
+// plugins are built.
 type handle struct {
 	snapshot  framework.SharedLister
 	client    kubernetes.Interface
 	informers informers.SharedInformerFactory
+	recorder  events.EventRecorder
+	profile   *profile
 }
 
 // SnapshotSharedLister returns the snapshot of the current scheduling cycle.
@@ -49,11 +68,58 @@ func (h *handle) ClientSet() kubernetes.Interface { return h.client }
 // SharedInformerFactory returns the scheduler's informer factory.
 func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 
+// EventRecorder returns the scheduler's event recorder.
+func (h *handle) EventRecorder() events.EventRecorder { return h.recorder }
+
+// Parallelism returns how many goroutines filter and score.
+func (h *handle) Parallelism() int { return h.profile.parallelism }
+
+// NominatedPodsForNode returns the pods nominated for the node.
+func (h *handle) NominatedPodsForNode(nodeName string) []*corev1.Pod {
+	return h.profile.nominator.NominatedPodsForNode(nodeName)
+}
+
+// RunFilterPluginsWithNominatedPods filters as the scheduling cycle does.
+func (h *handle) RunFilterPluginsWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	return h.profile.runFilterWithNominatedPods(ctx, state, pod, ni)
+}
+
+// RunPreFilterExtensionAddPod tells the PreFilter extensions about an added pod.
+func (h *handle) RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, podToSchedule, podToAdd *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	return h.profile.runPreFilterExtensionAddPod(ctx, state, podToSchedule, podToAdd, ni)
+}
+
+// RunPreFilterExtensionRemovePod tells the PreFilter extensions about a removed pod.
+func (h *handle) RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, podToSchedule, podToRemove *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	return h.profile.runPreFilterExtensionRemovePod(ctx, state, podToSchedule, podToRemove, ni)
+}
+
+// GetWaitingPod returns the pod waiting on Permit plugins, or nil.
+func (h *handle) GetWaitingPod(uid types.UID) framework.WaitingPod {
+	return h.profile.waitingPods.Get(uid)
+}
+
+// IterateOverWaitingPods calls fn for every waiting pod.
+func (h *handle) IterateOverWaitingPods(fn func(framework.WaitingPod)) {
+	h.profile.waitingPods.Iterate(fn)
+}
+
+// RejectWaitingPod rejects a waiting pod and reports whether it was waiting.
+func (h *handle) RejectWaitingPod(uid types.UID) bool {
+	wp := h.profile.waitingPods.Get(uid)
+	if wp == nil {
+		return false
+	}
+	wp.Reject("", "removed")
+	return true
+}
+
 var _ framework.Handle = (*handle)(nil)
 
 // newProfile builds every configured plugin once from the registry.
-func newProfile(ctx context.Context, registry framework.Registry, configs []plugins.PluginConfig, h framework.Handle, parallelism int) (*profile, error) {
-	p := &profile{parallelism: parallelism}
+func newProfile(ctx context.Context, registry framework.Registry, configs []plugins.PluginConfig, h *handle, nominator nominatedPodLister, parallelism int) (*profile, error) {
+	p := &profile{parallelism: parallelism, nominator: nominator, waitingPods: framework.NewWaitingPods()}
+	h.profile = p
 	seen := map[string]bool{}
 	for _, c := range configs {
 		if seen[c.Name] {
@@ -97,8 +163,20 @@ func newProfile(ctx context.Context, registry framework.Registry, configs []plug
 			}
 			p.score, used = append(p.score, weightedScorePlugin{ScorePlugin: x, weight: w}), true
 		}
+		if x, ok := pl.(framework.ReservePlugin); ok {
+			p.reserve, used = append(p.reserve, x), true
+		}
+		if x, ok := pl.(framework.PermitPlugin); ok {
+			p.permit, used = append(p.permit, x), true
+		}
+		if x, ok := pl.(framework.PreBindPlugin); ok {
+			p.preBind, used = append(p.preBind, x), true
+		}
 		if x, ok := pl.(framework.BindPlugin); ok {
 			p.bind, used = append(p.bind, x), true
+		}
+		if x, ok := pl.(framework.PostBindPlugin); ok {
+			p.postBind, used = append(p.postBind, x), true
 		}
 		if !used {
 			return nil, fmt.Errorf("plugin %q implements no extension point", c.Name)
@@ -164,30 +242,32 @@ func (p *profile) runFilter(ctx context.Context, state *framework.CycleState, po
 }
 
 // runPostFilter runs the PostFilter plugins until one succeeds (or declares the
-// pod unresolvable); otherwise their reasons are joined into one Unschedulable status.
-func (p *profile) runPostFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, filtered framework.NodeToStatus) (string, *framework.Status) {
+// pod unresolvable); otherwise their reasons are joined into one Unschedulable
+// status, with the last nomination a plugin made (nil: leave it alone).
+func (p *profile) runPostFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, filtered framework.NodeToStatus) (*framework.PostFilterResult, *framework.Status) {
 	var reasons []string
-	var rejector, nominated string
+	var rejector string
+	var result *framework.PostFilterResult
 	for _, pl := range p.postFilter {
-		n, s := pl.PostFilter(ctx, state, pod, filtered)
+		r, s := pl.PostFilter(ctx, state, pod, filtered)
 		if s.IsSuccess() {
-			return n, s
+			return r, s
 		}
 		if s.Code() == framework.UnschedulableAndUnresolvable {
-			return n, framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
+			return r, framework.NewStatus(s.Code(), s.Reasons()...).WithPlugin(pl.Name())
 		}
 		if !s.IsRejected() {
-			return "", framework.AsStatus(fmt.Errorf("running PostFilter plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+			return nil, framework.AsStatus(fmt.Errorf("running PostFilter plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
 		}
 		reasons = append(reasons, s.Reasons()...)
 		if rejector == "" {
 			rejector = pl.Name()
 		}
-		if n != "" {
-			nominated = n
+		if r != nil && r.Mode() != framework.ModeNoop {
+			result = r
 		}
 	}
-	return nominated, framework.NewStatus(framework.Unschedulable, reasons...).WithPlugin(rejector)
+	return result, framework.NewStatus(framework.Unschedulable, reasons...).WithPlugin(rejector)
 }
 
 // runPreScore runs the PreScore plugins; Skip drops the plugin's Score for this pod.

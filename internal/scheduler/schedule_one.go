@@ -53,32 +53,46 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	state := framework.NewCycleState()
 	result, err := s.schedulePod(ctx, state, pod)
 	if err != nil {
+		var nominating *framework.NominatingInfo
 		var fitErr *FitError
 		if errors.As(err, &fitErr) && s.profile.hasPostFilterPlugins() {
-			nominated, st := s.profile.runPostFilter(ctx, state, pod, s.postFilterStatuses(fitErr))
+			res, st := s.profile.runPostFilter(ctx, state, pod, s.postFilterStatuses(fitErr))
 			fitErr.Diagnosis.PostFilterMsg = st.Message()
 			if st.Code() == framework.Error {
 				s.logger.Error("PostFilter failed", "pod", podRef(pod), "err", st.AsError())
-			} else if nominated != "" {
-				s.logger.Debug("PostFilter nominated a node; nomination is not implemented", "pod", podRef(pod), "node", nominated)
+			}
+			if res != nil {
+				nominating = res.NominatingInfo
 			}
 		}
-		s.handleSchedulingFailure(ctx, pInfo, err, isRejection(err), cycle)
+		s.handleSchedulingFailure(ctx, pInfo, err, isRejection(err), cycle, nominating)
 		return
 	}
 
+	// Assume, Reserve and Permit: a failure undoes what came before and retries
+	// the pod with its nomination cleared, as upstream.
 	assumed := pod.DeepCopy()
 	assumed.Spec.NodeName = result.host
 	if err := s.cache.AssumePod(assumed); err != nil {
-		s.handleSchedulingFailure(ctx, pInfo, fmt.Errorf("assume pod: %w", err), false, cycle)
+		s.handleSchedulingFailure(ctx, pInfo, fmt.Errorf("assume pod: %w", err), false, cycle, clearNominatedNode())
+		return
+	}
+	s.queue.DeleteNominatedPodIfExists(pod)
+	if st := s.profile.runReserve(ctx, state, assumed, result.host); !st.IsSuccess() {
+		s.undoAssume(ctx, state, assumed, result.host, false)
+		s.handleSchedulingFailure(ctx, pInfo, statusError(st, pod, result.host), st.IsRejected(), cycle, clearNominatedNode())
+		return
+	}
+	if st := s.profile.runPermit(ctx, state, assumed, result.host); !st.IsSuccess() && !st.IsWait() {
+		s.undoAssume(ctx, state, assumed, result.host, false)
+		s.handleSchedulingFailure(ctx, pInfo, statusError(st, pod, result.host), st.IsRejected(), cycle, clearNominatedNode())
 		return
 	}
 	select {
 	case s.bindSlots <- struct{}{}:
 	case <-ctx.Done():
-		if err := s.cache.ForgetPod(assumed); err != nil {
-			s.logger.Error("forget assumed pod", "pod", podRef(pod), "err", err)
-		}
+		s.profile.waitingPods.Remove(assumed.UID)
+		s.undoAssume(ctx, state, assumed, result.host, false)
 		return
 	}
 	s.binds.Add(1)
@@ -87,6 +101,41 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		defer func() { <-s.bindSlots }()
 		s.bindingCycle(ctx, state, pInfo, assumed, result)
 	}()
+}
+
+// clearNominatedNode clears a pod's nomination when its attempt fails after
+// the scheduling algorithm found it a node.
+func clearNominatedNode() *framework.NominatingInfo {
+	return &framework.NominatingInfo{NominatingMode: framework.ModeOverride}
+}
+
+// undoAssume runs Unreserve and forgets the assumed pod; moved says whether to
+// tell the queue that its room is free again (it was counted during a bind).
+func (s *Scheduler) undoAssume(ctx context.Context, state *framework.CycleState, assumed *corev1.Pod, host string, moved bool) {
+	s.profile.runUnreserve(ctx, state, assumed, host)
+	if err := s.cache.ForgetPod(assumed); err != nil {
+		s.logger.Error("forget assumed pod", "pod", podRef(assumed), "err", err)
+		return
+	}
+	if moved {
+		// Forgetting an assumed pod frees room, like the deletion of a bound pod.
+		s.queue.MoveAllToActiveOrBackoffQueue(queue.EventAssignedPodDelete, func(p *corev1.Pod) bool { return p.UID != assumed.UID })
+	}
+}
+
+// statusError turns a failure after the scheduling algorithm into the error
+// handleSchedulingFailure reports: a rejection becomes a FitError on the one
+// node, as upstream.
+func statusError(st *framework.Status, pod *corev1.Pod, host string) error {
+	if st.IsRejected() {
+		fitErr := &FitError{Pod: pod, NumAllNodes: 1, Diagnosis: Diagnosis{NodeToStatus: framework.NodeToStatus{host: st}}}
+		fitErr.Diagnosis.addPluginStatus(st)
+		return fitErr
+	}
+	if err := st.AsError(); err != nil {
+		return err
+	}
+	return errors.New(st.Message())
 }
 
 func isRejection(err error) bool {
@@ -163,6 +212,19 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, state *framework.Cy
 		diagnosis.addPluginStatus(st)
 		return nil, diagnosis, nil
 	}
+	// A node nominated in an earlier cycle (after preemption) is likely the
+	// only one that fits: try it alone first, as upstream.
+	if nominated := pod.Status.NominatedNodeName; nominated != "" {
+		if ni, err := s.snapshot.Get(nominated); err == nil {
+			st := s.profile.runFilterWithNominatedPods(ctx, state, pod, ni)
+			if st.IsSuccess() {
+				return []*framework.NodeInfo{ni}, diagnosis, nil
+			}
+			if st.Code() == framework.Error {
+				s.logger.Error("evaluate nominated node", "pod", podRef(pod), "node", nominated, "err", st.AsError())
+			}
+		}
+	}
 	feasible, err := s.findNodesThatPassFilters(ctx, state, pod, &diagnosis, allNodes)
 	// Move the start on even after an error, so that every node gets its turn.
 	processed := len(feasible) + len(diagnosis.NodeToStatus)
@@ -220,7 +282,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 				}
 				fit := 0
 				for i := lo; i < min(lo+chunk, numAll); i++ {
-					st := s.profile.runFilter(ctx, state, pod, nodes[(start+i)%numAll])
+					st := s.profile.runFilterWithNominatedPods(ctx, state, pod, nodes[(start+i)%numAll])
 					switch {
 					case st.IsSuccess():
 						passed[i] = true
@@ -319,40 +381,43 @@ func (s *Scheduler) selectHost(scores []framework.NodeScore) string {
 	return best.Name
 }
 
-// bindingCycle binds the assumed pod with the Bind plugins and reports the result.
+// bindingCycle waits for the Permit plugins, runs PreBind, binds the assumed
+// pod with the Bind plugins, runs PostBind and reports the result.
 func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleState, pInfo *queue.QueuedPodInfo, assumed *corev1.Pod, result scheduleResult) {
-	st := s.profile.runBind(ctx, state, assumed, result.host)
-	if err := s.cache.FinishBinding(assumed); err != nil {
-		s.logger.Error("finish binding", "pod", podRef(assumed), "err", err)
+	st := s.profile.waitOnPermit(ctx, assumed)
+	if st.IsSuccess() {
+		st = s.profile.runPreBind(ctx, state, assumed, result.host)
+	}
+	if st.IsSuccess() {
+		st = s.profile.runBind(ctx, state, assumed, result.host)
+		if err := s.cache.FinishBinding(assumed); err != nil {
+			s.logger.Error("finish binding", "pod", podRef(assumed), "err", err)
+		}
 	}
 	if !st.IsSuccess() {
-		s.handleBindingCycleError(ctx, pInfo, assumed, st)
+		s.handleBindingCycleError(ctx, state, pInfo, assumed, result.host, st)
 		return
 	}
 	s.logger.Debug("bound pod", "pod", podRef(assumed), "node", result.host,
 		"evaluatedNodes", result.evaluatedNodes, "feasibleNodes", result.feasibleNodes)
 	s.recorder.Eventf(assumed, nil, corev1.EventTypeNormal, "Scheduled", "Binding", "Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, result.host)
+	s.profile.runPostBind(ctx, state, assumed, result.host)
 }
 
-// handleBindingCycleError frees the assumed pod's capacity, tells the queue (the
-// freed room may fit other pods) and retries the pod after a backoff.
-func (s *Scheduler) handleBindingCycleError(ctx context.Context, pInfo *queue.QueuedPodInfo, assumed *corev1.Pod, st *framework.Status) {
-	if err := s.cache.ForgetPod(assumed); err != nil {
-		s.logger.Error("forget assumed pod", "pod", podRef(assumed), "err", err)
-	} else {
-		s.queue.MoveAllToActiveOrBackoffQueue(queue.EventAssignedPodDelete, func(p *corev1.Pod) bool { return p.UID != assumed.UID })
-	}
-	err := st.AsError()
-	if err == nil {
-		err = errors.New(st.Message())
-	}
-	s.handleSchedulingFailure(ctx, pInfo, err, st.IsRejected(), s.queue.SchedulingCycle())
+// handleBindingCycleError runs Unreserve, frees the assumed pod's capacity,
+// tells the queue (the freed room may fit other pods) and retries the pod after
+// a backoff with its nomination cleared.
+func (s *Scheduler) handleBindingCycleError(ctx context.Context, state *framework.CycleState, pInfo *queue.QueuedPodInfo, assumed *corev1.Pod, host string, st *framework.Status) {
+	s.undoAssume(ctx, state, assumed, host, true)
+	s.handleSchedulingFailure(ctx, pInfo, statusError(st, pInfo.Pod, host), st.IsRejected(), s.queue.SchedulingCycle(), clearNominatedNode())
 }
 
 // handleSchedulingFailure puts the pod back in the queue (unless it is gone or
-// bound meanwhile), records a FailedScheduling event and sets the pod's
-// PodScheduled condition to False with the reason and message.
-func (s *Scheduler) handleSchedulingFailure(ctx context.Context, pInfo *queue.QueuedPodInfo, err error, rejected bool, cycle int64) {
+// bound meanwhile) with the nomination the attempt made, records a
+// FailedScheduling event and sets the pod's PodScheduled condition to False
+// with the reason and message — and its status.nominatedNodeName when
+// nominating overrides it — in one status patch.
+func (s *Scheduler) handleSchedulingFailure(ctx context.Context, pInfo *queue.QueuedPodInfo, err error, rejected bool, cycle int64, nominating *framework.NominatingInfo) {
 	pod := pInfo.Pod
 	reason := corev1.PodReasonSchedulerError
 	if rejected {
@@ -386,6 +451,7 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, pInfo *queue.Qu
 		if err := s.queue.AddUnschedulableIfNotPresent(pInfo, cycle); err != nil {
 			s.logger.Debug("requeue pod", "pod", podRef(pod), "err", err)
 		}
+		s.queue.AddNominatedPod(cached, nominating)
 	}
 
 	msg := err.Error()
@@ -395,17 +461,22 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, pInfo *queue.Qu
 	}
 	s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", note)
 	cond := &corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: pod.Generation}
-	if err := s.updatePodCondition(ctx, pod, cond); err != nil && !apierrors.IsNotFound(err) {
+	if err := s.updatePodStatus(ctx, pod, cond, nominating); err != nil && !apierrors.IsNotFound(err) {
 		s.logger.Error("update pod condition", "pod", podRef(pod), "err", err)
 	}
 }
 
-// updatePodCondition sets a condition on the pod's status with a strategic merge
-// patch, unless the pod has it already (same status, reason and message).
-func (s *Scheduler) updatePodCondition(ctx context.Context, pod *corev1.Pod, cond *corev1.PodCondition) error {
+// updatePodStatus sets a condition on the pod's status, and the nominated node
+// when nominating overrides a different one, with a strategic merge patch —
+// unless nothing changes (the same condition, the same nomination).
+func (s *Scheduler) updatePodStatus(ctx context.Context, pod *corev1.Pod, cond *corev1.PodCondition, nominating *framework.NominatingInfo) error {
 	newStatus := pod.Status.DeepCopy()
-	if !setPodCondition(newStatus, cond, metav1.NewTime(s.clock.Now())) {
+	nominate := nominating.Mode() == framework.ModeOverride && pod.Status.NominatedNodeName != nominating.NominatedNodeName
+	if !setPodCondition(newStatus, cond, metav1.NewTime(s.clock.Now())) && !nominate {
 		return nil
+	}
+	if nominate {
+		newStatus.NominatedNodeName = nominating.NominatedNodeName
 	}
 	oldData, err := json.Marshal(corev1.Pod{Status: pod.Status})
 	if err != nil {

@@ -4,8 +4,13 @@
 // none fits, PreScore, Score with normalisation and weights — then assumes the pod
 // on the best node in its cache and binds it asynchronously through the Bind
 // plugins (pods/binding), so that the next pod is scheduled while the last bind is
-// in flight. Pods that fit nowhere get a PodScheduled=False condition, a
-// FailedScheduling event, and wait in the queue until a cluster event may help.
+// in flight. Between the two cycles Reserve plugins hold plugin state for the
+// assumed pod and Permit plugins may hold its binding; PreBind and PostBind
+// plugins run around the bind. Pods that fit nowhere run the PostFilter plugins
+// — DefaultPreemption evicts lower-priority pods and nominates the node for the
+// pod (status.nominatedNodeName), whose room filtering then keeps for it — get a
+// PodScheduled=False condition, a FailedScheduling event, and wait in the queue
+// until a cluster event may help.
 //
 // The plugins live in plugins/, one package each, behind the interfaces of
 // framework/; the queue and the cache with its snapshot live in queue/ and cache/.
@@ -182,8 +187,8 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 	podInformer := o.Informers.InformerFor(&corev1.Pod{}, newPodInformer)
 	s.podInformer = podInformer
 	s.podLister = corelisters.NewPodLister(podInformer.GetIndexer())
-	h := &handle{snapshot: s.snapshot, client: o.Client, informers: o.Informers}
-	prof, err := newProfile(ctx, o.Registry, o.Profile, h, o.Parallelism)
+	h := &handle{snapshot: s.snapshot, client: o.Client, informers: o.Informers, recorder: o.Recorder}
+	prof, err := newProfile(ctx, o.Registry, o.Profile, h, s.queue, o.Parallelism)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler profile %s: %w", o.SchedulerName, err)
 	}

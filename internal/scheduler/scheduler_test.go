@@ -476,7 +476,7 @@ func TestDefaultProfileBuilds(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	h := &handle{snapshot: cache.NewEmptySnapshot(), client: client, informers: informers.NewSharedInformerFactory(client, 0)}
 	reg, prof := plugins.NewInTreeRegistry(), plugins.DefaultProfile()
-	p, err := newProfile(context.Background(), reg, prof, h, DefaultParallelism)
+	p, err := newProfile(context.Background(), reg, prof, h, nil, DefaultParallelism)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,13 @@ package framework
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 )
 
 // MaxNodeScore is the highest score a Score plugin gives after normalisation; MinNodeScore the lowest.
@@ -28,6 +31,15 @@ type PreFilterPlugin interface {
 	PreFilter(ctx context.Context, state *CycleState, pod *corev1.Pod) *Status
 }
 
+// PreFilterExtensions is implemented by PreFilter plugins whose cycle state
+// depends on the pods already placed: preemption and the nominated-pods pass of
+// filtering call AddPod and RemovePod to keep that state in step with a NodeInfo
+// they change (pods added to or removed from nodeInfo, which already holds the change).
+type PreFilterExtensions interface {
+	AddPod(ctx context.Context, state *CycleState, podToSchedule, podToAdd *corev1.Pod, nodeInfo *NodeInfo) *Status
+	RemovePod(ctx context.Context, state *CycleState, podToSchedule, podToRemove *corev1.Pod, nodeInfo *NodeInfo) *Status
+}
+
 // FilterPlugin decides whether a pod can run on one node. Filter is called for many
 // nodes in parallel and must not change nodeInfo or shared state.
 type FilterPlugin interface {
@@ -38,10 +50,48 @@ type FilterPlugin interface {
 // NodeToStatus maps node names to why the pod did not fit them.
 type NodeToStatus map[string]*Status
 
-// PostFilterPlugin runs when no node fits (e.g. preemption); it may nominate a node.
+// NominatingMode says what a scheduling failure does to the pod's nominated node.
+type NominatingMode int
+
+const (
+	// ModeNoop leaves the pod's nominated node as it is.
+	ModeNoop NominatingMode = iota
+	// ModeOverride sets the nominated node to NominatingInfo.NominatedNodeName
+	// (clears it when that is empty).
+	ModeOverride
+)
+
+// NominatingInfo is the nomination a scheduling attempt leaves on a pod.
+type NominatingInfo struct {
+	NominatedNodeName string
+	NominatingMode    NominatingMode
+}
+
+// Mode returns the mode (ModeNoop for nil).
+func (n *NominatingInfo) Mode() NominatingMode {
+	if n == nil {
+		return ModeNoop
+	}
+	return n.NominatingMode
+}
+
+// PostFilterResult is what a PostFilter plugin gives back: the node it
+// nominated the pod for (nil NominatingInfo leaves the nomination alone).
+type PostFilterResult struct {
+	*NominatingInfo
+}
+
+// NewPostFilterResultWithNominatedNode returns a result that sets the pod's
+// nominated node to name ("" clears it).
+func NewPostFilterResultWithNominatedNode(name string) *PostFilterResult {
+	return &PostFilterResult{NominatingInfo: &NominatingInfo{NominatedNodeName: name, NominatingMode: ModeOverride}}
+}
+
+// PostFilterPlugin runs when no node fits (e.g. preemption). filtered holds the
+// status of every node; the result may nominate a node for the pod.
 type PostFilterPlugin interface {
 	Plugin
-	PostFilter(ctx context.Context, state *CycleState, pod *corev1.Pod, filtered NodeToStatus) (nominatedNode string, status *Status)
+	PostFilter(ctx context.Context, state *CycleState, pod *corev1.Pod, filtered NodeToStatus) (*PostFilterResult, *Status)
 }
 
 // PreScorePlugin computes per-pod state once before scoring the feasible nodes.
@@ -70,6 +120,50 @@ type ScoreExtensions interface {
 	NormalizeScore(ctx context.Context, state *CycleState, pod *corev1.Pod, scores []NodeScore) *Status
 }
 
+// ReservePlugin keeps plugin state in step with the scheduler's cache: Reserve
+// runs once the pod is assumed on nodeName; Unreserve undoes it when any later
+// step (Reserve of another plugin, Permit, PreBind, Bind) fails. Unreserve must
+// be idempotent and may be called without Reserve having succeeded.
+type ReservePlugin interface {
+	Plugin
+	Reserve(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string) *Status
+	Unreserve(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string)
+}
+
+// PermitPlugin approves, rejects or delays the binding of a reserved pod. Wait
+// with a timeout parks the pod among the waiting pods until every waiting plugin
+// calls Allow, one calls Reject, or the timeout passes (a rejection).
+type PermitPlugin interface {
+	Plugin
+	Permit(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string) (*Status, time.Duration)
+}
+
+// PreBindPlugin runs in the binding cycle before the pod is bound (e.g. to
+// provision a volume); a failure unreserves the pod and retries it.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string) *Status
+}
+
+// PostBindPlugin is told that the pod was bound (for clean-up; it cannot fail).
+type PostBindPlugin interface {
+	Plugin
+	PostBind(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string)
+}
+
+// WaitingPod is a pod held by Permit plugins that returned Wait.
+type WaitingPod interface {
+	// GetPod returns the waiting (assumed) pod.
+	GetPod() *corev1.Pod
+	// GetPendingPlugins lists the plugins that have not allowed the pod yet.
+	GetPendingPlugins() []string
+	// Allow records that pluginName allows the pod; the pod is bound once
+	// every waiting plugin has allowed it.
+	Allow(pluginName string)
+	// Reject fails the pod's binding with an Unschedulable status from pluginName.
+	Reject(pluginName, msg string)
+}
+
 // BindPlugin binds a pod to a node (the default POSTs pods/binding). Skip passes to the next binder.
 type BindPlugin interface {
 	Plugin
@@ -84,6 +178,30 @@ type Handle interface {
 	ClientSet() kubernetes.Interface
 	// SharedInformerFactory gives listers (e.g. for namespaces used by pod affinity).
 	SharedInformerFactory() informers.SharedInformerFactory
+	// EventRecorder records events (e.g. Preempted on victims).
+	EventRecorder() events.EventRecorder
+	// Parallelism is how many goroutines plugins may use for work over nodes.
+	Parallelism() int
+
+	// NominatedPodsForNode returns the pods nominated to run on the node
+	// (status.nominatedNodeName, or a nomination the scheduler made in memory).
+	NominatedPodsForNode(nodeName string) []*corev1.Pod
+	// RunFilterPluginsWithNominatedPods runs the Filter plugins on nodeInfo as
+	// the scheduling cycle does: first with the nominated pods of at least the
+	// pod's priority added to the node, then, if that passed, without them.
+	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeInfo *NodeInfo) *Status
+	// RunPreFilterExtensionAddPod and RunPreFilterExtensionRemovePod tell every
+	// PreFilter plugin with PreFilterExtensions that podToAdd was added to (or
+	// podToRemove removed from) nodeInfo.
+	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule, podToAdd *corev1.Pod, nodeInfo *NodeInfo) *Status
+	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule, podToRemove *corev1.Pod, nodeInfo *NodeInfo) *Status
+
+	// GetWaitingPod returns the pod waiting on Permit plugins, or nil.
+	GetWaitingPod(uid types.UID) WaitingPod
+	// IterateOverWaitingPods calls fn for every waiting pod.
+	IterateOverWaitingPods(fn func(WaitingPod))
+	// RejectWaitingPod rejects a waiting pod and reports whether it was waiting.
+	RejectWaitingPod(uid types.UID) bool
 }
 
 // NodeInfoLister reads the snapshot.

@@ -23,9 +23,12 @@ const (
 	UnschedulableAndUnresolvable
 	// Skip from PreFilter/PreScore means the plugin's Filter/Score need not run for this pod.
 	Skip
+	// Wait from a Permit plugin holds the pod's binding until the plugin allows
+	// or rejects it, or its timeout passes.
+	Wait
 )
 
-var codeNames = [...]string{"Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Skip"}
+var codeNames = [...]string{"Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Skip", "Wait"}
 
 // String returns the code's name.
 func (c Code) String() string {
@@ -74,6 +77,9 @@ func (s *Status) IsSuccess() bool { return s.Code() == Success }
 // IsSkip reports whether the status is Skip.
 func (s *Status) IsSkip() bool { return s.Code() == Skip }
 
+// IsWait reports whether the status is Wait.
+func (s *Status) IsWait() bool { return s.Code() == Wait }
+
 // IsRejected reports whether the pod was found not to fit (Unschedulable or UnschedulableAndUnresolvable).
 func (s *Status) IsRejected() bool {
 	c := s.Code()
@@ -112,9 +118,9 @@ func (s *Status) WithPlugin(name string) *Status {
 	return s
 }
 
-// AsError returns the status as an error (nil unless Error... or rejected).
+// AsError returns the status as an error (nil for Success, Skip and Wait).
 func (s *Status) AsError() error {
-	if s.IsSuccess() || s.IsSkip() {
+	if s.IsSuccess() || s.IsSkip() || s.IsWait() {
 		return nil
 	}
 	if s.err != nil {

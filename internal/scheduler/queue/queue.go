@@ -153,6 +153,8 @@ type PriorityQueue struct {
 	schedulingCycle  int64
 	moveRequestCycle int64
 	closed           bool
+
+	nominator *nominator
 }
 
 // New returns an empty queue. Call Run to flush backoffQ and unschedulablePods.
@@ -181,6 +183,7 @@ func New(o Options) *PriorityQueue {
 		activeQ:            newPodHeap(activeLess),
 		unschedulablePods:  map[string]*QueuedPodInfo{},
 		moveRequestCycle:   -1,
+		nominator:          newNominator(),
 	}
 	q.backoffQ = newPodHeap(func(a, b *QueuedPodInfo) bool { return q.backoffTime(a).Before(q.backoffTime(b)) })
 	q.cond.L = &q.mu
@@ -263,8 +266,10 @@ func (q *PriorityQueue) moveToBackoffQ(p *QueuedPodInfo) {
 	q.backoffQ.addOrUpdate(p)
 }
 
-// Add queues a new unscheduled pod for scheduling.
+// Add queues a new unscheduled pod for scheduling (nominated for its
+// status.nominatedNodeName, if any).
 func (q *PriorityQueue) Add(pod *corev1.Pod) {
+	q.nominator.update(nil, pod)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.moveToActiveQ(newQueuedPodInfo(pod, q.clock.Now()))
@@ -480,9 +485,11 @@ func isPodUpdated(oldPod, newPod *corev1.Pod) bool {
 	return !reflect.DeepEqual(strip(oldPod), strip(newPod))
 }
 
-// Update replaces a queued pod with its new version. An unschedulable pod whose
-// spec or metadata changed is retried; a pod in no queue is added.
+// Update replaces a queued pod with its new version (and its nomination). An
+// unschedulable pod whose spec or metadata changed is retried; a pod in no
+// queue is added.
 func (q *PriorityQueue) Update(oldPod, newPod *corev1.Pod) {
+	q.nominator.update(oldPod, newPod)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	key := newPod.Namespace + "/" + newPod.Name
@@ -511,8 +518,9 @@ func (q *PriorityQueue) Update(oldPod, newPod *corev1.Pod) {
 	q.cond.Broadcast()
 }
 
-// Delete removes a pod from whichever queue holds it.
+// Delete removes a pod from whichever queue holds it, and its nomination.
 func (q *PriorityQueue) Delete(pod *corev1.Pod) {
+	q.DeleteNominatedPodIfExists(pod)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	key := pod.Namespace + "/" + pod.Name

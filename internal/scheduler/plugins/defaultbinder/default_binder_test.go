@@ -18,8 +18,12 @@ import (
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
-// fakeHandle gives the plugin a fake clientset; nothing else is used.
-type fakeHandle struct{ client kubernetes.Interface }
+// fakeHandle gives the plugin a fake clientset; the embedded Handle (nil)
+// stands for the methods the plugin never calls.
+type fakeHandle struct {
+	framework.Handle
+	client kubernetes.Interface
+}
 
 func (h fakeHandle) SnapshotSharedLister() framework.SharedLister { return nil }
 func (h fakeHandle) ClientSet() kubernetes.Interface              { return h.client }

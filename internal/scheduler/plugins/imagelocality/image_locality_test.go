@@ -35,7 +35,10 @@ func (l fakeLister) Get(name string) (*framework.NodeInfo, error) {
 }
 
 // fakeHandle serves the snapshot only.
-type fakeHandle struct{ lister framework.SharedLister }
+type fakeHandle struct {
+	framework.Handle // nil: the methods the plugin never calls
+	lister           framework.SharedLister
+}
 
 func (h fakeHandle) SnapshotSharedLister() framework.SharedLister           { return h.lister }
 func (h fakeHandle) ClientSet() kubernetes.Interface                        { return nil }

@@ -55,8 +55,9 @@ func (s *snapshot) Get(name string) (*framework.NodeInfo, error) {
 
 // handle is a framework.Handle with a snapshot and an informer factory over a fake clientset.
 type handle struct {
-	snap      *snapshot
-	informers informers.SharedInformerFactory
+	framework.Handle // nil: the methods the plugin never calls
+	snap             *snapshot
+	informers        informers.SharedInformerFactory
 }
 
 func (h handle) SnapshotSharedLister() framework.SharedLister {

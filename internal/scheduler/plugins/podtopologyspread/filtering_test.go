@@ -788,7 +788,7 @@ func TestNewNeedsSnapshot(t *testing.T) {
 	if _, err := New(t.Context(), nil, handle{}); err == nil {
 		t.Error("want an error without a snapshot lister")
 	}
-	if _, err := New(t.Context(), struct{}{}, handle{newSnapshot(nil, nil)}); err == nil {
+	if _, err := New(t.Context(), struct{}{}, handle{snap: newSnapshot(nil, nil)}); err == nil {
 		t.Error("want an error for args")
 	}
 }

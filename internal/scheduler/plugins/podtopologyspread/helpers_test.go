@@ -52,7 +52,10 @@ func (s *snapshot) Get(name string) (*framework.NodeInfo, error) {
 }
 
 // handle is a framework.Handle with only a snapshot.
-type handle struct{ snap *snapshot }
+type handle struct {
+	framework.Handle // nil: the methods the plugin never calls
+	snap             *snapshot
+}
 
 func (h handle) SnapshotSharedLister() framework.SharedLister {
 	if h.snap == nil {
@@ -65,7 +68,7 @@ func (h handle) SharedInformerFactory() informers.SharedInformerFactory { return
 
 func newPlugin(t testing.TB, snap *snapshot) *PodTopologySpread {
 	t.Helper()
-	p, err := New(t.Context(), nil, handle{snap})
+	p, err := New(t.Context(), nil, handle{snap: snap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 
 	cgroupParent := sbCfg.GetLinux().GetCgroupParent()
 	if cgroupParent == "" {
-		cgroupParent = "/kubette/pod-" + sbMeta.ID[:12]
+		cgroupParent = defaultCgroupParent(sbMeta.ID)
 	}
 	in := SpecInput{
 		Container: cfg, Sandbox: sbCfg, Image: img.Config, Rootfs: rootfs,

@@ -266,6 +266,9 @@ func (s *Server) removeSandbox(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("failed to remove sandbox %s: %w", id, err)
 		}
 	}
+	if sb.cfg.GetLinux().GetCgroupParent() == "" {
+		s.removeCgroupParent(id)
+	}
 	dir := s.sandboxDir(id)
 	if err := os.Remove(filepath.Join(dir, "meta.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to remove sandbox %s: %w", id, err)
@@ -365,4 +368,22 @@ func (s *Server) Down(ctx context.Context) error {
 		errs = append(errs, s.stopContainer(ctx, c, 0), s.removeContainer(ctx, c))
 	}
 	return errors.Join(errs...)
+}
+
+// defaultCgroupParent is the cgroup of a sandbox's containers when the kubelet names none.
+func defaultCgroupParent(sandboxID string) string { return "/kubette/pod-" + sandboxID[:12] }
+
+// removeCgroupParent removes the default cgroup parent of a sandbox from every cgroup v1
+// hierarchy (runc removes the containers' cgroups, not their parents); best effort.
+func (s *Server) removeCgroupParent(sandboxID string) {
+	hierarchies, err := os.ReadDir(s.cfg.CgroupRoot)
+	if err != nil {
+		return
+	}
+	for _, h := range hierarchies {
+		dir := filepath.Join(s.cfg.CgroupRoot, h.Name(), defaultCgroupParent(sandboxID))
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("cannot remove a sandbox's cgroup", "dir", dir, "err", err)
+		}
+	}
 }

@@ -480,8 +480,16 @@ func TestStopAndRemoveSandboxStopsContainers(t *testing.T) {
 	// No new containers in a stopped sandbox.
 	_, err := e.srv.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("late", nil), SandboxConfig: sbCfg})
 	wantCode(t, err, codes.FailedPrecondition)
+	cgDir := filepath.Join(e.cfg.CgroupRoot, "memory", "kubette", "pod-"+sb[:12])
+	writeFile(t, filepath.Join(e.cfg.CgroupRoot, "memory", "kubette", "pod-other", "keep"), "")
+	if err := os.MkdirAll(cgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.srv.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(cgDir); !os.IsNotExist(err) {
+		t.Errorf("the sandbox's cgroup parent is left: %v", err)
 	}
 	resp, _ := e.srv.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if len(resp.Containers) != 1 || resp.Containers[0].Id != c {

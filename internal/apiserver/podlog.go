@@ -64,7 +64,7 @@ func (s *Server) handlePodLog(w http.ResponseWriter, req *http.Request, ri *requ
 		s.writeError(w, req, err)
 		return
 	}
-	s.proxyPodLog(w, req, ri.name, loc)
+	s.proxyPodLog(w, req, ri.name, loc, opts.InsecureSkipTLSVerifyBackend)
 }
 
 // parsePodLogOptions reads PodLogOptions from the query; a value that does not parse is a
@@ -213,7 +213,8 @@ func (s *Server) kubeletLogURL(ctx context.Context, pod *corev1.Pod, opts *corev
 }
 
 // proxyPodLog asks the kubelet at loc and streams its answer, flushing as data arrives.
-func (s *Server) proxyPodLog(w http.ResponseWriter, req *http.Request, name string, loc *url.URL) {
+// insecure skips checking the kubelet's serving certificate (insecureSkipTLSVerifyBackend).
+func (s *Server) proxyPodLog(w http.ResponseWriter, req *http.Request, name string, loc *url.URL, insecure bool) {
 	if s.cfg.KubeletClientTLS == nil {
 		s.writeError(w, req, apierrors.NewServiceUnavailable("the API server has no kubelet client certificate"))
 		return
@@ -221,6 +222,9 @@ func (s *Server) proxyPodLog(w http.ResponseWriter, req *http.Request, name stri
 	tlsCfg := s.cfg.KubeletClientTLS.Clone()
 	if tlsCfg.MinVersion == 0 {
 		tlsCfg.MinVersion = tls.VersionTLS12
+	}
+	if insecure {
+		tlsCfg.InsecureSkipVerify = true
 	}
 	tr := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second}).DialContext,

@@ -84,18 +84,24 @@ type logEnv struct {
 func startLogEnv(t *testing.T) *logEnv {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{})
-	ctx := ctxT(t)
 	ca, err := pki.LoadOrCreateCA(filepath.Join(filepath.Dir(env.Kubeconfig), "pki"), "unused")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	cert, err := kubeletserver.LoadOrIssueServing(ca, dir, "node-1", []net.IP{net.IPv4(127, 0, 0, 1)})
+	e := &logEnv{env: env, logs: &cannedLogs{attempts: map[string][]string{}}, dir: t.TempDir()}
+	e.kubelet(t, "node-1", ca, ca)
+	return e
+}
+
+// kubelet serves e.logs as node's kubelet with a serving certificate from servingCA, accepting
+// clients of clientCA, and registers the Node with its address and port.
+func (e *logEnv) kubelet(t *testing.T, node string, servingCA, clientCA *pki.CA) {
+	t.Helper()
+	cert, err := kubeletserver.LoadOrIssueServing(servingCA, t.TempDir(), node, []net.IP{net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &cannedLogs{attempts: map[string][]string{}}
-	srv, err := kubeletserver.New(kubeletserver.Config{Logs: logs, TLS: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool()}})
+	srv, err := kubeletserver.New(kubeletserver.Config{Logs: e.logs, TLS: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: clientCA.Pool()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +118,16 @@ func startLogEnv(t *testing.T) *logEnv {
 			t.Errorf("kubelet server: %v", err)
 		}
 	})
-	node, err := env.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
+	ctx := ctxT(t)
+	n, err := e.env.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "node-1"}, {Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(ln.Addr().(*net.TCPAddr).Port)
-	if _, err := env.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: node}, {Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(ln.Addr().(*net.TCPAddr).Port)
+	if _, err := e.env.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return &logEnv{env: env, logs: logs, dir: dir}
 }
 
 func (e *logEnv) pod(t *testing.T, name, node string, containers ...string) {
@@ -308,5 +314,31 @@ func TestKubectlLogs(t *testing.T) {
 	rest, _ := io.ReadAll(r)
 	if err := cmd.Wait(); err != nil || len(rest) != 0 {
 		t.Fatalf("kubectl logs -f after the restart: %q, %v", rest, err)
+	}
+}
+
+func TestPodLogsChecksKubeletCertificate(t *testing.T) {
+	e := startLogEnv(t)
+	ctx := ctxT(t)
+	foreign, err := pki.LoadOrCreateCA(t.TempDir(), "foreign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterCA, err := pki.LoadOrCreateCA(filepath.Join(filepath.Dir(e.env.Kubeconfig), "pki"), "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.kubelet(t, "node-2", foreign, clusterCA) // an impostor: its serving certificate is not the cluster's
+	path := filepath.Join(e.dir, "0.log")
+	appendCRI(t, path, 0, "secret")
+	e.logs.set("default/web/app", path)
+	e.pod(t, "web", "node-2", "app")
+	pods := e.env.Client.CoreV1().Pods("default")
+	if _, err := pods.GetLogs("web", &corev1.PodLogOptions{}).Stream(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a kubelet with a foreign certificate: err %v, want a certificate error", err)
+	}
+	got, err := pods.GetLogs("web", &corev1.PodLogOptions{InsecureSkipTLSVerifyBackend: true}).DoRaw(ctx)
+	if err != nil || string(got) != "secret\n" {
+		t.Fatalf("insecureSkipTLSVerifyBackend: %q, %v", got, err)
 	}
 }

@@ -229,7 +229,7 @@ func TestAdoptOnRestart(t *testing.T) {
 	}
 	cfg := nodestatus.Config{
 		NodeName: "node-b", Client: env.Client, PodCIDR: "10.244.2.0/24", KubeletPort: 10250,
-		Runtime: func(context.Context) error { return nil },
+		Runtime:        func(context.Context) error { return nil },
 		StatusInterval: time.Second, LeaseDuration: 4 * time.Second,
 	}
 	ready := func(what string) *v1.Node {

@@ -1,0 +1,44 @@
+package volume
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+)
+
+// setupEmptyDir creates an emptyDir's directory (mode 0777, as upstream) and, for medium
+// Memory, mounts a tmpfs on it sized by sizeLimit. A second call leaves an existing
+// directory and mount alone.
+func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource) error {
+	switch src.Medium {
+	case v1.StorageMediumDefault, v1.StorageMediumMemory:
+	default:
+		return fmt.Errorf("emptyDir medium %q is not supported on this node", src.Medium)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create emptyDir %s: %w", dir, err)
+	}
+	if src.Medium == v1.StorageMediumMemory {
+		mounted, err := isMountPoint(dir)
+		if err != nil {
+			return err
+		}
+		if !mounted {
+			opts := "mode=0777"
+			if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
+				opts += ",size=" + strconv.FormatInt(src.SizeLimit.Value(), 10)
+			}
+			if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+				return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+			}
+		}
+	}
+	// MkdirAll's mode is masked by the umask; an emptyDir is writable by every container user.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return fmt.Errorf("chmod emptyDir %s: %w", dir, err)
+	}
+	return nil
+}

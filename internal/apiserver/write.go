@@ -244,125 +244,208 @@ type updateOptions struct {
 
 // update is the guaranteed-update loop shared by PUT, PATCH and the subresources: read,
 // mutate, check, write with compare-and-swap, retry on a conflict the client did not ask for.
+//
+// As upstream's cacher, the first attempt starts from the watch cache's copy of the
+// object, so that an uncontended write costs one etcd transaction (compare the revision
+// and put; on a conflict the store answers with the current value). A cached state
+// that would make the request fail, or that the request leaves unchanged, may be stale:
+// it is read again from etcd before the server answers.
 func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name string, mutate mutateFunc, o updateOptions) (runtime.Object, bool, error) {
 	key := r.Key(ns, name)
 	decode := s.storageDecoder(r)
-	var kv storage.KeyValue
-	var err error
-	kv, err = s.cfg.Store.Get(ctx, key)
+	var (
+		kv        storage.KeyValue
+		readErr   error // of the last read from etcd
+		curStored runtime.Object
+		curRev    int64
+		fromCache bool
+	)
+	if !o.dryRun {
+		curStored, curRev, fromCache = s.cachedState(ctx, r, key)
+	}
+	if !fromCache {
+		kv, readErr = s.cfg.Store.Get(ctx, key)
+	}
+	// stale reports whether the state came from the cache and, if so, reads etcd instead.
+	stale := func() bool {
+		if !fromCache {
+			return false
+		}
+		fromCache = false
+		kv, readErr = s.cfg.Store.Get(ctx, key)
+		return true
+	}
 	for attempt := 0; ; attempt++ {
-		if errors.Is(err, storage.ErrNotFound) {
-			if !o.createIfMissing {
-				return nil, false, apierrors.NewNotFound(r.GroupResource(), name)
+		if !fromCache {
+			if errors.Is(readErr, storage.ErrNotFound) {
+				if !o.createIfMissing {
+					return nil, false, apierrors.NewNotFound(r.GroupResource(), name)
+				}
+				obj, err := mutate(nil)
+				if err != nil {
+					return nil, false, err
+				}
+				if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() != "" {
+					return nil, false, apierrors.NewNotFound(r.GroupResource(), name)
+				}
+				out, err := s.create(ctx, r, ns, obj, o.writeOptions)
+				if apierrors.IsAlreadyExists(err) && attempt < 10 {
+					kv, readErr = s.cfg.Store.Get(ctx, key)
+					continue
+				}
+				return out, true, err
 			}
-			obj, err := mutate(nil)
+			if readErr != nil {
+				return nil, false, s.storageError(r, name, readErr)
+			}
+			obj, err := decode(kv.Key, kv.Value, kv.ModRevision)
 			if err != nil {
-				return nil, false, err
+				return nil, false, apierrors.NewInternalError(err)
 			}
-			if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() != "" {
-				return nil, false, apierrors.NewNotFound(r.GroupResource(), name)
-			}
-			out, err := s.create(ctx, r, ns, obj, o.writeOptions)
-			if apierrors.IsAlreadyExists(err) && attempt < 10 {
-				kv, err = s.cfg.Store.Get(ctx, key)
+			curStored, curRev = obj, kv.ModRevision
+		}
+		newObj, cur, userRV, err := s.prepareUpdate(r, name, curStored, mutate, o)
+		if err != nil {
+			if stale() {
 				continue
 			}
-			return out, true, err
-		}
-		if err != nil {
-			return nil, false, s.storageError(r, name, err)
-		}
-		curStored, derr := decode(kv.Key, kv.Value, kv.ModRevision)
-		if derr != nil {
-			return nil, false, apierrors.NewInternalError(derr)
-		}
-		cur := served(r, curStored)
-		curMeta, _ := meta.Accessor(cur)
-		if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
 			return nil, false, err
 		}
-		newObj, err := mutate(cur.DeepCopyObject())
-		if err != nil {
-			return nil, false, err
-		}
-		newMeta, err := meta.Accessor(newObj)
-		if err != nil {
-			return nil, false, apierrors.NewBadRequest(err.Error())
-		}
-		if uid := newMeta.GetUID(); uid != "" && uid != curMeta.GetUID() {
-			if o.patch {
-				return nil, false, invalid(r, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+		if newObj == nil { // nothing changes
+			if stale() {
+				continue
 			}
-			return nil, false, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
-		}
-		userRV := newMeta.GetResourceVersion()
-		if userRV != "" && userRV != curMeta.GetResourceVersion() {
-			return nil, false, apierrors.NewConflict(r.GroupResource(), name, errors.New(conflictMessage))
-		}
-		newObj = s.applySubresourceRules(r, o.subresource, cur, newObj)
-		newMeta, _ = meta.Accessor(newObj)
-		keepImmutableMeta(newMeta, curMeta)
-		defaults.Apply(newObj)
-		if o.subresource == "" && r.HasSpec() && registry.SpecChanged(newObj, cur) {
-			newMeta.SetGeneration(curMeta.GetGeneration() + 1)
-		}
-		var errs field.ErrorList
-		switch o.subresource {
-		case "binding":
-			// The binding handler changed only what a binding may change.
-		case "status":
-			errs = validation.ValidateStatusUpdate(newObj, cur)
-		default:
-			errs = validation.ValidateUpdate(newObj, cur)
-		}
-		if len(errs) > 0 {
-			return nil, false, invalid(r, name, errs)
-		}
-		newMeta.SetResourceVersion(curMeta.GetResourceVersion())
-		setServedTypeMeta(r, newObj)
-		if unchanged(newObj, cur) {
 			return cur, false, nil
 		}
-		if !o.applied {
-			newObj = s.fields.update(r, o.subresource, cur, newObj, o.manager)
-		}
-		newMeta, _ = meta.Accessor(newObj)
-		setServedTypeMeta(r, newObj)
+		newMeta, _ := meta.Accessor(newObj)
 		if o.dryRun {
 			return newObj, false, nil
 		}
+		var werr error
 		if shouldDeleteOnUpdate(newObj, newMeta) {
-			_, rev, derr := s.cfg.Store.Delete(ctx, key, kv.ModRevision)
+			_, rev, derr := s.cfg.Store.Delete(ctx, key, curRev)
 			if derr == nil {
 				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 				return newObj, false, nil
 			}
-			err = derr
+			werr = derr
 		} else {
 			data, eerr := s.encodeForStorage(r, toStorage(r, newObj))
 			if eerr != nil {
 				return nil, false, apierrors.NewInternalError(eerr)
 			}
-			rev, uerr := s.cfg.Store.Update(ctx, key, data, kv.ModRevision)
+			rev, uerr := s.cfg.Store.Update(ctx, key, data, curRev)
 			if uerr == nil {
 				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 				setServedTypeMeta(r, newObj)
 				return newObj, false, nil
 			}
-			err = uerr
+			werr = uerr
 		}
 		var ce *storage.ConflictError
 		switch {
-		case errors.As(err, &ce) && userRV == "" && attempt < 100:
-			kv, err = ce.Current, nil
-		case errors.Is(err, storage.ErrConflict) && userRV == "" && attempt < 100:
-			kv, err = s.cfg.Store.Get(ctx, key)
-		case errors.Is(err, storage.ErrNotFound):
-			// deleted meanwhile: loop reports 404 or creates
+		case errors.As(werr, &ce) && (userRV == "" || fromCache) && attempt < 100:
+			// A cached state may have been behind what the client saw: only a conflict
+			// with the state read from etcd is the client's.
+			fromCache = false
+			kv, readErr = ce.Current, nil
+		case errors.Is(werr, storage.ErrConflict) && (userRV == "" || fromCache) && attempt < 100:
+			fromCache = false
+			kv, readErr = s.cfg.Store.Get(ctx, key)
+		case errors.Is(werr, storage.ErrNotFound) && attempt < 100:
+			// Deleted meanwhile: the next round reports 404 or creates.
+			fromCache = false
+			kv, readErr = storage.KeyValue{}, werr
 		default:
-			return nil, false, s.storageError(r, name, err)
+			return nil, false, s.storageError(r, name, werr)
 		}
 	}
+}
+
+// cachedState returns the watch cache's copy of key (shared: not to be modified) and
+// its revision.
+func (s *Server) cachedState(ctx context.Context, r *registry.Resource, key string) (runtime.Object, int64, bool) {
+	c := s.cacheFor(r)
+	if c == nil {
+		return nil, 0, false
+	}
+	obj, _, ok, err := c.Get(ctx, key)
+	if err != nil || !ok {
+		return nil, 0, false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, 0, false
+	}
+	rev, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil || rev <= 0 {
+		return nil, 0, false
+	}
+	return obj, rev, true
+}
+
+// prepareUpdate runs one round of an update on the stored state curStored: it returns
+// the object to write, or a nil object when the update changes nothing (cur is then the
+// served current state), and the resourceVersion the client required ("" for none).
+func (s *Server) prepareUpdate(r *registry.Resource, name string, curStored runtime.Object, mutate mutateFunc, o updateOptions) (newObj, cur runtime.Object, userRV string, err error) {
+	cur = served(r, curStored)
+	curMeta, _ := meta.Accessor(cur)
+	if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
+		return nil, nil, "", err
+	}
+	newObj, err = mutate(cur.DeepCopyObject())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	newMeta, err := meta.Accessor(newObj)
+	if err != nil {
+		return nil, nil, "", apierrors.NewBadRequest(err.Error())
+	}
+	if uid := newMeta.GetUID(); uid != "" && uid != curMeta.GetUID() {
+		if o.patch {
+			return nil, nil, "", invalid(r, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+		}
+		return nil, nil, "", apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
+	}
+	userRV = newMeta.GetResourceVersion()
+	if userRV != "" && userRV != curMeta.GetResourceVersion() {
+		return nil, nil, "", apierrors.NewConflict(r.GroupResource(), name, errors.New(conflictMessage))
+	}
+	if o.subresource == "binding" {
+		// As upstream's BindingREST: the pod as the binding changed it, written as it
+		// is — no defaulting, validation or managedFields entry.
+		keepImmutableMeta(newMeta, curMeta)
+		newMeta.SetResourceVersion(curMeta.GetResourceVersion())
+		setServedTypeMeta(r, newObj)
+		return newObj, cur, userRV, nil
+	}
+	newObj = s.applySubresourceRules(r, o.subresource, cur, newObj)
+	newMeta, _ = meta.Accessor(newObj)
+	keepImmutableMeta(newMeta, curMeta)
+	defaults.Apply(newObj)
+	if o.subresource == "" && r.HasSpec() && registry.SpecChanged(newObj, cur) {
+		newMeta.SetGeneration(curMeta.GetGeneration() + 1)
+	}
+	var errs field.ErrorList
+	switch o.subresource {
+	case "status":
+		errs = validation.ValidateStatusUpdate(newObj, cur)
+	default:
+		errs = validation.ValidateUpdate(newObj, cur)
+	}
+	if len(errs) > 0 {
+		return nil, nil, "", invalid(r, name, errs)
+	}
+	newMeta.SetResourceVersion(curMeta.GetResourceVersion())
+	setServedTypeMeta(r, newObj)
+	if unchanged(newObj, cur) {
+		return nil, cur, userRV, nil
+	}
+	if !o.applied {
+		newObj = s.fields.update(r, o.subresource, cur, newObj, o.manager)
+	}
+	setServedTypeMeta(r, newObj)
+	return newObj, cur, userRV, nil
 }
 
 // applySubresourceRules keeps what a verb may not change: the status through the main

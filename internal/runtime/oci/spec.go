@@ -20,7 +20,7 @@ type Input struct {
 	Image       ocispec.ImageConfig
 	Rootfs      string // absolute path of the mounted rootfs
 	NetNSPath   string // "" = host network
-	Hostname    string
+	Hostname    string // the pod's; HOSTNAME env, and the UTS name unless on the host network
 	CgroupsPath string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
 	// SandboxFiles are bind-mounted over /etc/hostname, /etc/hosts and /etc/resolv.conf when set
 	// and when no CRI mount already targets that path.
@@ -56,6 +56,9 @@ func Spec(in Input) (*specs.Spec, error) {
 	}
 	sc := c.GetLinux().GetSecurityContext()
 	privileged := sc.GetPrivileged()
+	if privileged && !in.Sandbox.GetLinux().GetSecurityContext().GetPrivileged() {
+		return nil, errors.New("oci spec: no privileged container allowed in an unprivileged sandbox")
+	}
 
 	args, err := processArgs(c.GetCommand(), c.GetArgs(), in.Image.Entrypoint, in.Image.Cmd)
 	if err != nil {
@@ -287,12 +290,13 @@ func defaultReadonlyPaths() []string {
 	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 }
 
-// mounts are the default mounts, the sandbox files and the CRI mounts, a CRI mount replacing a
-// default one at the same destination, sorted so that a parent is mounted before its children.
-// It returns the rootfs propagation the CRI mounts need ("" for the default).
+// mounts are containerd's: the default mounts in their order, less those a CRI mount replaces
+// (a CRI /dev or /sys replaces everything below it too), then the sandbox files and the CRI
+// mounts sorted by depth (stable), so that a parent is mounted before its children. It returns
+// the rootfs propagation the CRI mounts need ("" for the default).
 func mounts(cri []*runtimeapi.Mount, files struct{ Hostname, Hosts, ResolvConf string }, readonlyRootfs, privileged bool) ([]specs.Mount, string, error) {
 	taken := map[string]bool{}
-	var user []specs.Mount
+	var extra []specs.Mount
 	rootProp := ""
 	for _, m := range cri {
 		dst := m.GetContainerPath()
@@ -322,13 +326,7 @@ func mounts(cri []*runtimeapi.Mount, files struct{ Hostname, Hosts, ResolvConf s
 			opts = append(opts, "rw")
 		}
 		taken[dst] = true
-		user = append(user, specs.Mount{Destination: dst, Type: "bind", Source: m.GetHostPath(), Options: opts})
-	}
-	var out []specs.Mount
-	for _, m := range defaultMounts(privileged) {
-		if !taken[m.Destination] {
-			out = append(out, m)
-		}
+		extra = append(extra, specs.Mount{Destination: dst, Type: "bind", Source: m.GetHostPath(), Options: opts})
 	}
 	for _, f := range []struct{ dst, src string }{
 		{"/etc/hostname", files.Hostname}, {"/etc/hosts", files.Hosts}, {"/etc/resolv.conf", files.ResolvConf},
@@ -340,11 +338,21 @@ func mounts(cri []*runtimeapi.Mount, files struct{ Hostname, Hosts, ResolvConf s
 		if readonlyRootfs {
 			opts[2] = "ro"
 		}
-		out = append(out, specs.Mount{Destination: f.dst, Type: "bind", Source: f.src, Options: opts})
+		taken[f.dst] = true
+		extra = append(extra, specs.Mount{Destination: f.dst, Type: "bind", Source: f.src, Options: opts})
 	}
-	out = append(out, user...)
-	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].Destination) < depth(out[j].Destination) })
-	return out, rootProp, nil
+	sort.SliceStable(extra, func(i, j int) bool { return depth(extra[i].Destination) < depth(extra[j].Destination) })
+	var out []specs.Mount
+	for _, m := range defaultMounts(privileged) {
+		switch {
+		case taken[m.Destination]:
+		case taken["/dev"] && strings.HasPrefix(m.Destination, "/dev/"):
+		case taken["/sys"] && strings.HasPrefix(m.Destination, "/sys/"):
+		default:
+			out = append(out, m)
+		}
+	}
+	return append(out, extra...), rootProp, nil
 }
 
 func depth(p string) int {

@@ -30,8 +30,8 @@ func rootfs(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	write("passwd", "root:x:0:0:root:/root:/bin/sh\n# comment\nnginx:x:101:102:nginx:/:/sbin/nologin\napp:x:1000:1000::/home/app:/bin/sh\n")
-	write("group", "root:x:0:\nnginx:x:102:\napp:x:1000:\nwheel:x:10:app,other\naudio:x:29:app\nstaff:x:50:\n")
+	write("passwd", "root:x:0:0:root:/root:/bin/sh\n# comment\nnginx:x:101:102:nginx:/:/sbin/nologin\napp:x:1000:1000::/home/app:/bin/sh\nselfish:x:1001:1001::/:/bin/sh\n")
+	write("group", "root:x:0:\nnginx:x:102:\napp:x:1000:\nwheel:x:10:app,other\naudio:x:29:app\nstaff:x:50:\nselfish:x:1002:selfish\n")
 	return dir
 }
 
@@ -144,6 +144,11 @@ func TestUser(t *testing.T) {
 			want: specs.User{UID: 2000, GID: 3000, AdditionalGids: []uint32{3000, 4000}}},
 		{name: "run_as_username", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "nginx"},
 			want: specs.User{UID: 101, GID: 102, AdditionalGids: []uint32{102}}},
+		{name: "strict policy ignores /etc/group", imageUser: "app", sc: &runtimeapi.LinuxContainerSecurityContext{
+			SupplementalGroups: []int64{4000}, SupplementalGroupsPolicy: runtimeapi.SupplementalGroupsPolicy_Strict},
+			want: specs.User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000, 4000}}},
+		{name: "group named as the user is not supplemental", imageUser: "selfish",
+			want: specs.User{UID: 1001, GID: 1001, AdditionalGids: []uint32{1001}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base(t)
@@ -286,6 +291,7 @@ func TestCapabilities(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base(t)
+			in.Sandbox.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{Privileged: tc.sc.GetPrivileged()}}
 			in.HostCapabilities = tc.host
 			in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: tc.sc}
 			s, err := Spec(in)
@@ -337,6 +343,10 @@ func TestPrivilegedAndPaths(t *testing.T) {
 		t.Errorf("readonly rootfs %v, no new privileges %v", s.Root.Readonly, s.Process.NoNewPrivileges)
 	}
 	in.Container.Linux.SecurityContext.Privileged = true
+	if _, err := Spec(in); err == nil {
+		t.Error("privileged container in an unprivileged sandbox: want an error")
+	}
+	in.Sandbox.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{Privileged: true}}
 	s = mustSpec(t, in)
 	if s.Linux.MaskedPaths != nil || s.Linux.ReadonlyPaths != nil {
 		t.Errorf("privileged: masked %q readonly %q, want none", s.Linux.MaskedPaths, s.Linux.ReadonlyPaths)
@@ -377,16 +387,16 @@ func TestMounts(t *testing.T) {
 	want := []string{
 		"/proc proc nosuid,noexec,nodev",
 		"/dev tmpfs nosuid,strictatime,mode=755,size=65536k",
-		"/sys sysfs nosuid,noexec,nodev,ro",
-		"/data /h/data rbind,rslave,rw",
 		"/dev/pts devpts nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5",
 		"/dev/mqueue mqueue nosuid,noexec,nodev",
-		"/etc/hostname /sb/hostname rbind,rprivate,rw",
-		"/etc/resolv.conf /sb/resolv.conf rbind,rprivate,rw",
+		"/sys sysfs nosuid,noexec,nodev,ro",
+		"/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,ro",
+		"/data /h/data rbind,rslave,rw",
 		"/data/sub /h/sub rbind,rprivate,ro",
 		"/etc/hosts /kubelet/etc-hosts rbind,rprivate,rw",
 		"/dev/shm /h/shm rbind,rprivate,rw",
-		"/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,ro",
+		"/etc/hostname /sb/hostname rbind,rprivate,rw",
+		"/etc/resolv.conf /sb/resolv.conf rbind,rprivate,rw",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("mounts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -402,6 +412,15 @@ func TestMounts(t *testing.T) {
 	in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{ReadonlyRootfs: true}}
 	if m := mountByDst(mustSpec(t, in), "/etc/resolv.conf"); m.Options[2] != "ro" {
 		t.Errorf("read-only rootfs: resolv.conf %+v, want ro", m)
+	}
+	// A CRI /dev or /sys replaces the default mounts below it.
+	in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/dev", HostPath: "/h/dev"}, {ContainerPath: "/sys/", HostPath: "/h/sys"}}
+	got = nil
+	for _, m := range mustSpec(t, in).Mounts {
+		got = append(got, m.Destination)
+	}
+	if want := []string{"/proc", "/dev", "/sys", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with CRI /dev and /sys: mounts %q, want %q", got, want)
 	}
 	in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "relative", HostPath: "/x"}}
 	if _, err := Spec(in); err == nil {

@@ -32,7 +32,8 @@ type groupEntry struct {
 // run_as_username, else the image's User ("", "uid", "name", "uid:gid", "name:group"); a
 // numeric uid takes its primary group from the rootfs's /etc/passwd (0 if it is not there);
 // run_as_group overrides the group. Additional gids are the primary gid, the groups of
-// /etc/group that list the user, and the CRI supplemental groups.
+// /etc/group that list the user (unless the supplemental groups policy is Strict; a group named
+// as the user does not count), and the CRI supplemental groups.
 func resolveUser(rootfs string, sc *runtimeapi.LinuxContainerSecurityContext, imageUser string) (specs.User, error) {
 	var (
 		u   passwdEntry
@@ -68,12 +69,16 @@ func resolveUser(rootfs string, sc *runtimeapi.LinuxContainerSecurityContext, im
 		}
 		gids = append(gids, g)
 	}
-	if u.name != "" {
+	merge := sc.GetSupplementalGroupsPolicy() != runtimeapi.SupplementalGroupsPolicy_Strict
+	if merge && u.name != "" {
 		groups, err := readGroup(rootfs)
 		if err != nil {
 			return specs.User{}, err
 		}
 		for _, g := range groups {
+			if g.name == u.name {
+				continue // not a supplemental group, as containerd's
+			}
 			for _, m := range g.members {
 				if m == u.name {
 					add(g.gid)

@@ -1,0 +1,291 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Config.
+const (
+	DefaultRelistPeriod   = time.Second
+	DefaultResyncPeriod   = 10 * time.Second
+	DefaultBackoffInitial = 10 * time.Second
+	DefaultBackoffMax     = 5 * time.Minute
+	DefaultResolvConf     = "/etc/resolv.conf"
+)
+
+// Config configures a Kubelet.
+type Config struct {
+	// NodeName is the node whose pods this kubelet runs.
+	NodeName string
+	// Client talks to the API server.
+	Client kubernetes.Interface
+	// Runtime and Images reach the container runtime (CRI).
+	Runtime RuntimeService
+	Images  ImageService
+	// Volumes materialises pod volumes. Nil: pods with volume mounts fail to start.
+	Volumes VolumeManager
+	// Probes runs container probes. Nil: no probes run, and containers with a readiness
+	// probe never become ready.
+	Probes ProbeManager
+	// RootDir is DATA_DIR/kubelet (pods/<uid>/... below it).
+	RootDir string
+	// LogDir is DATA_DIR/logs/pods.
+	LogDir string
+	// Logger logs; nil discards.
+	Logger *slog.Logger
+	// Recorder records events; nil builds one that writes to the API server.
+	Recorder record.EventRecorder
+	// Clock is the time source; nil is the real clock.
+	Clock clock.WithTickerAndDelayedExecution
+	// ResolvConf is the host's resolver configuration pods get (default /etc/resolv.conf).
+	ResolvConf string
+	// RelistPeriod is how often the runtime is relisted (default 1 s).
+	RelistPeriod time.Duration
+	// ResyncPeriod is how often every pod is synced even without a change (default 10 s).
+	ResyncPeriod time.Duration
+	// BackoffInitial and BackoffMax bound the restart and image pull back-off (10 s, 5 min).
+	BackoffInitial, BackoffMax time.Duration
+}
+
+// Kubelet runs the pods bound to one node.
+type Kubelet struct {
+	cfg      Config
+	log      *slog.Logger
+	clock    clock.WithTickerAndDelayedExecution
+	recorder record.EventRecorder
+	events   record.EventBroadcaster // nil when cfg.Recorder was given
+
+	podInformer  cache.SharedIndexInformer
+	nodeInformer cache.SharedIndexInformer
+	nodes        corelisters.NodeLister
+	informers    []informers.SharedInformerFactory
+
+	crashBackoff *flowcontrol.Backoff
+	pullBackoff  *flowcontrol.Backoff
+
+	mu        sync.Mutex
+	workers   map[types.UID]*podWorker
+	liveness  map[string]bool // container IDs whose liveness probe failed
+	runCtx    context.Context // nil before Run
+	stopped   bool            // no new workers once Run is returning
+	workersWG sync.WaitGroup
+}
+
+// uidIndex indexes pods by UID.
+const uidIndex = "uid"
+
+// New validates cfg, fills in defaults and builds a Kubelet; Run starts it.
+func New(cfg Config) (*Kubelet, error) {
+	switch {
+	case cfg.NodeName == "":
+		return nil, errors.New("kubelet: NodeName is required")
+	case cfg.Client == nil:
+		return nil, errors.New("kubelet: Client is required")
+	case cfg.Runtime == nil || cfg.Images == nil:
+		return nil, errors.New("kubelet: Runtime and Images are required")
+	case cfg.RootDir == "" || cfg.LogDir == "":
+		return nil, errors.New("kubelet: RootDir and LogDir are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = DefaultResolvConf
+	}
+	if cfg.RelistPeriod <= 0 {
+		cfg.RelistPeriod = DefaultRelistPeriod
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = DefaultResyncPeriod
+	}
+	if cfg.BackoffInitial <= 0 {
+		cfg.BackoffInitial = DefaultBackoffInitial
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = DefaultBackoffMax
+	}
+	k := &Kubelet{
+		cfg:          cfg,
+		log:          cfg.Logger,
+		clock:        cfg.Clock,
+		recorder:     cfg.Recorder,
+		crashBackoff: flowcontrol.NewFakeBackOff(cfg.BackoffInitial, cfg.BackoffMax, cfg.Clock),
+		pullBackoff:  flowcontrol.NewFakeBackOff(cfg.BackoffInitial, cfg.BackoffMax, cfg.Clock),
+		workers:      map[types.UID]*podWorker{},
+		liveness:     map[string]bool{},
+	}
+	if k.recorder == nil {
+		k.events = record.NewBroadcaster()
+		k.recorder = k.events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	}
+	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+		}))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+		}))
+	k.podInformer = podFactory.Core().V1().Pods().Informer()
+	if err := k.podInformer.AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
+		return []string{string(obj.(*v1.Pod).UID)}, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("kubelet: pod index: %w", err)
+	}
+	k.nodeInformer = nodeFactory.Core().V1().Nodes().Informer()
+	k.nodes = nodeFactory.Core().V1().Nodes().Lister()
+	k.informers = []informers.SharedInformerFactory{podFactory, nodeFactory}
+	if _, err := k.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.triggerObj(obj) },
+		UpdateFunc: func(_, obj any) { k.triggerObj(obj) },
+		DeleteFunc: func(obj any) { k.triggerObj(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("kubelet: pod handler: %w", err)
+	}
+	return k, nil
+}
+
+func (k *Kubelet) triggerObj(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*v1.Pod); ok {
+		k.trigger(p.UID)
+	}
+}
+
+// Run runs the kubelet until ctx is done: it waits for the informers, then starts the PLEG,
+// the periodic resync and the probe result loop; pod workers start on demand. It returns
+// after every goroutine it started has stopped.
+func (k *Kubelet) Run(ctx context.Context) error {
+	for _, dir := range []string{k.cfg.RootDir, k.cfg.LogDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("kubelet: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if k.events != nil {
+		k.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")})
+		defer k.events.Shutdown()
+	}
+	var wg sync.WaitGroup
+	for _, f := range k.informers {
+		f.Start(ctx.Done())
+	}
+	defer func() {
+		cancel()
+		k.mu.Lock()
+		k.stopped = true
+		k.mu.Unlock()
+		for _, f := range k.informers {
+			f.Shutdown()
+		}
+		wg.Wait()
+		k.workersWG.Wait()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), k.podInformer.HasSynced, k.nodeInformer.HasSynced) {
+		return nil // stopped before the caches synced
+	}
+	// Workers start only now, with the pods and the node known; triggers before were
+	// dropped, so every pod is triggered once here, and the first relist triggers what the
+	// runtime holds, orphans among it.
+	k.mu.Lock()
+	k.runCtx = ctx
+	k.mu.Unlock()
+	for _, obj := range k.podInformer.GetStore().List() {
+		k.trigger(obj.(*v1.Pod).UID)
+	}
+	k.log.Info("kubelet started", "node", k.cfg.NodeName)
+	p := &pleg{k: k}
+	wg.Add(2)
+	go func() { defer wg.Done(); p.run(ctx) }()
+	go func() { defer wg.Done(); k.resyncLoop(ctx) }()
+	if k.cfg.Probes != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.probeLoop(ctx) }()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// resyncLoop syncs every known pod periodically and drops expired back-off entries.
+func (k *Kubelet) resyncLoop(ctx context.Context) {
+	t := k.clock.NewTicker(k.cfg.ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		for _, obj := range k.podInformer.GetStore().List() {
+			k.trigger(obj.(*v1.Pod).UID)
+		}
+		k.crashBackoff.GC()
+		k.pullBackoff.GC()
+	}
+}
+
+// probeLoop turns probe result changes into syncs; a liveness failure marks the container
+// for a restart.
+func (k *Kubelet) probeLoop(ctx context.Context) {
+	results := k.cfg.Probes.Results()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r, ok := <-results:
+			if !ok {
+				return
+			}
+			if r.Kind == ProbeLiveness && !r.Success && r.ContainerID != "" {
+				k.mu.Lock()
+				k.liveness[r.ContainerID] = true
+				k.mu.Unlock()
+			}
+			k.trigger(r.UID)
+		}
+	}
+}
+
+// podByUID returns the informer's pod with this UID, or nil.
+func (k *Kubelet) podByUID(uid types.UID) *v1.Pod {
+	objs, err := k.podInformer.GetIndexer().ByIndex(uidIndex, string(uid))
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	return objs[0].(*v1.Pod)
+}
+
+// node returns this kubelet's Node, or nil before it is registered.
+func (k *Kubelet) node() *v1.Node {
+	n, err := k.nodes.Get(k.cfg.NodeName)
+	if err != nil {
+		return nil
+	}
+	return n
+}

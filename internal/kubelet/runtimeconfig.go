@@ -1,0 +1,353 @@
+package kubelet
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Resource conversion constants, as upstream's.
+const (
+	minShares     = 2
+	sharesPerCPU  = 1024
+	milliCPUToCPU = 1000
+	quotaPeriod   = 100000 // µs
+	minQuota      = 1000   // µs
+)
+
+// podLogDir is the directory of a pod's container logs: LogDir/<ns>_<name>_<uid>.
+func podLogDir(logDir string, pod *v1.Pod) string {
+	return filepath.Join(logDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}
+
+// sandboxConfig builds the CRI sandbox configuration of a pod (pure but for dns, which the
+// caller reads from the host's resolv.conf).
+func sandboxConfig(pod *v1.Pod, attempt uint32, logDir string, dns *runtimeapi.DNSConfig, nodeHostname string) *runtimeapi.PodSandboxConfig {
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		hostname = pod.Spec.Hostname
+	}
+	if len(hostname) > 63 {
+		hostname = strings.TrimRight(hostname[:63], "-.")
+	}
+	if pod.Spec.HostNetwork {
+		hostname = nodeHostname
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Hostname:     hostname,
+		LogDirectory: podLogDir(logDir, pod),
+		DnsConfig:    dns,
+		Labels:       podLabels(pod),
+		Annotations:  copyMap(pod.Annotations),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			CgroupParent: "/kubette/pod" + string(pod.UID),
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: namespaceOptions(pod),
+			},
+		},
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.HostPort == 0 {
+					continue
+				}
+				cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{
+					Protocol:      protocol(p.Protocol),
+					ContainerPort: p.ContainerPort,
+					HostPort:      p.HostPort,
+					HostIp:        p.HostIP,
+				})
+			}
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				cfg.Linux.SecurityContext.Privileged = true
+			}
+		}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		ssc := cfg.Linux.SecurityContext
+		if sc.RunAsUser != nil {
+			ssc.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+		}
+		if sc.RunAsGroup != nil {
+			ssc.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
+		}
+		ssc.SupplementalGroups = append(ssc.SupplementalGroups, sc.SupplementalGroups...)
+		if len(sc.Sysctls) > 0 {
+			cfg.Linux.Sysctls = map[string]string{}
+			for _, s := range sc.Sysctls {
+				cfg.Linux.Sysctls[s.Name] = s.Value
+			}
+		}
+	}
+	return cfg
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func protocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// namespaceOptions maps hostNetwork, hostPID, hostIPC and shareProcessNamespace.
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	o := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		o.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		o.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostPID {
+		o.Pid = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		o.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return o
+}
+
+// parseResolvConf reads nameservers, search domains and options from resolv.conf text.
+func parseResolvConf(data []byte) *runtimeapi.DNSConfig {
+	d := &runtimeapi.DNSConfig{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") || strings.HasPrefix(f[0], ";") {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			if len(f) > 1 {
+				d.Servers = append(d.Servers, f[1])
+			}
+		case "search", "domain":
+			d.Searches = append([]string(nil), f[1:]...)
+		case "options":
+			d.Options = append(d.Options, f[1:]...)
+		}
+	}
+	return d
+}
+
+// podDNS is a pod's DNS configuration: the host's (for now, also under ClusterFirst) merged
+// with the pod's dnsConfig; dnsPolicy None uses the pod's dnsConfig alone.
+func podDNS(pod *v1.Pod, hostResolvConf string) (*runtimeapi.DNSConfig, error) {
+	d := &runtimeapi.DNSConfig{}
+	if pod.Spec.DNSPolicy != v1.DNSNone {
+		data, err := os.ReadFile(hostResolvConf)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("read %s: %w", hostResolvConf, err)
+		}
+		d = parseResolvConf(data)
+	}
+	if pc := pod.Spec.DNSConfig; pc != nil {
+		d.Servers = appendNew(d.Servers, pc.Nameservers...)
+		d.Searches = appendNew(d.Searches, pc.Searches...)
+		for _, o := range pc.Options {
+			opt := o.Name
+			if o.Value != nil {
+				opt += ":" + *o.Value
+			}
+			d.Options = appendNew(d.Options, opt)
+		}
+	}
+	return d, nil
+}
+
+func appendNew(list []string, add ...string) []string {
+	for _, a := range add {
+		dup := false
+		for _, l := range list {
+			dup = dup || l == a
+		}
+		if !dup {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
+// linuxResources converts a container's requests and limits: cpu shares from the request,
+// CFS quota from the limit, the memory limit, and an OOM score adjustment by QoS class
+// (the runtime clamps it to what it may set).
+func linuxResources(pod *v1.Pod, c *v1.Container, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
+	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
+	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
+	if !hasReq && hasLim {
+		cpuReq, hasReq = cpuLim, true
+	}
+	r.CpuShares = minShares
+	if hasReq {
+		if s := cpuReq.MilliValue() * sharesPerCPU / milliCPUToCPU; s > minShares {
+			r.CpuShares = s
+		}
+	}
+	if hasLim && !cpuLim.IsZero() {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = max(cpuLim.MilliValue()*quotaPeriod/milliCPUToCPU, minQuota)
+	}
+	if m, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = m.Value()
+	}
+	switch qosClass(pod) {
+	case v1.PodQOSGuaranteed:
+		r.OomScoreAdj = -997
+	case v1.PodQOSBestEffort:
+		r.OomScoreAdj = 1000
+	default:
+		adj := int64(1000)
+		if m, ok := c.Resources.Requests[v1.ResourceMemory]; ok && memoryCapacity > 0 {
+			adj = 1000 - (1000*m.Value())/memoryCapacity
+		}
+		r.OomScoreAdj = min(max(adj, 2), 999)
+	}
+	return r
+}
+
+// qosClass computes the pod's QoS class as the API defines it.
+func qosClass(pod *v1.Pod) v1.PodQOSClass {
+	requests, limits := v1.ResourceList{}, v1.ResourceList{}
+	guaranteed, any := true, false
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, rn := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+				req, hasReq := c.Resources.Requests[rn]
+				lim, hasLim := c.Resources.Limits[rn]
+				if hasReq && !req.IsZero() {
+					any = true
+					q := requests[rn]
+					q.Add(req)
+					requests[rn] = q
+				}
+				if hasLim && !lim.IsZero() {
+					any = true
+					q := limits[rn]
+					q.Add(lim)
+					limits[rn] = q
+				} else {
+					guaranteed = false
+				}
+				if hasReq && hasLim && req.Cmp(lim) != 0 {
+					guaranteed = false
+				}
+			}
+		}
+	}
+	if !any {
+		return v1.PodQOSBestEffort
+	}
+	if guaranteed {
+		return v1.PodQOSGuaranteed
+	}
+	return v1.PodQOSBurstable
+}
+
+// containerSecurity maps a container's (and its pod's) security context.
+func containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	s := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			s.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			s.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		s.SupplementalGroups = append(s.SupplementalGroups, psc.SupplementalGroups...)
+		if psc.FSGroup != nil {
+			s.SupplementalGroups = append(s.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			s.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+		}
+		if sc.RunAsGroup != nil {
+			s.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
+		}
+		if sc.Privileged != nil {
+			s.Privileged = *sc.Privileged
+		}
+		if sc.ReadOnlyRootFilesystem != nil {
+			s.ReadonlyRootfs = *sc.ReadOnlyRootFilesystem
+		}
+		if sc.AllowPrivilegeEscalation != nil {
+			s.NoNewPrivs = !*sc.AllowPrivilegeEscalation
+		}
+		if caps := sc.Capabilities; caps != nil {
+			s.Capabilities = &runtimeapi.Capability{}
+			for _, a := range caps.Add {
+				s.Capabilities.AddCapabilities = append(s.Capabilities.AddCapabilities, capName(a))
+			}
+			for _, d := range caps.Drop {
+				s.Capabilities.DropCapabilities = append(s.Capabilities.DropCapabilities, capName(d))
+			}
+		}
+	}
+	return s
+}
+
+// capName spells a capability as the runtime expects it: CAP_X (ALL stays ALL).
+func capName(c v1.Capability) string {
+	s := strings.ToUpper(string(c))
+	if s == "ALL" || strings.HasPrefix(s, "CAP_") {
+		return s
+	}
+	return "CAP_" + s
+}
+
+// containerConfig builds the CRI configuration of one container instance.
+func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, env []v1.EnvVar, mounts []*runtimeapi.Mount, memoryCapacity int64) *runtimeapi.ContainerConfig {
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, env),
+		Args:        expandAll(c.Args, env),
+		WorkingDir:  c.WorkingDir,
+		Mounts:      mounts,
+		Labels:      containerLabels(pod, c),
+		Annotations: containerAnnotations(pod, c, restartCount),
+		LogPath:     filepath.Join(c.Name, strconv.Itoa(restartCount)+".log"),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       linuxResources(pod, c, memoryCapacity),
+			SecurityContext: containerSecurity(pod, c),
+		},
+	}
+	for _, e := range env {
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	return cfg
+}

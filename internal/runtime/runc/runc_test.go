@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,15 +170,10 @@ func (f *fixture) create(t *testing.T, args []string, edit func(*oci.Input)) con
 	c.log = filepath.Join(c.dir, "logs", "0.log")
 	rootfs := filepath.Join(c.bundle, "rootfs")
 	busyboxRootfs(t, rootfs)
-	var nofile syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
-		t.Fatal(err)
-	}
-	own, err := os.ReadFile("/proc/self/oom_score_adj")
+	host, err := oci.ReadHost()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ownAdj, _ := strconv.Atoi(strings.TrimSpace(string(own)))
 	in := oci.Input{
 		Container: &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "test"},
@@ -189,8 +183,9 @@ func (f *fixture) create(t *testing.T, args []string, edit func(*oci.Input)) con
 		Rootfs:         rootfs,
 		Hostname:       "test",
 		CgroupsPath:    f.cgroupParent + "/" + c.id,
-		MaxOOMScoreAdj: ownAdj,
-		MaxNOFILE:      nofile.Max,
+		MaxOOMScoreAdj:   host.OOMScoreAdj,
+		MaxNOFILE:        host.NOFILE,
+		HostCapabilities: host.Capabilities,
 	}
 	if edit != nil {
 		edit(&in)
@@ -512,6 +507,47 @@ func TestUserEnvAndWorkingDir(t *testing.T) {
 	out, _, code, err := f.rt.Exec(context.Background(), c.id, []string{"sh", "-c", "echo $(id -u):$(id -g):$(id -G) $GREETING $(pwd)"}, 0)
 	if err != nil || code != 0 || string(out) != want+"\n" {
 		t.Errorf("Exec = %q, %d, %v; want %q", out, code, err, want)
+	}
+}
+
+// TestPrivileged runs a privileged container: it gets the runtime's own capabilities (not
+// every capability: root here lacks CAP_SYS_RESOURCE, and asking for it would fail) and no
+// masked or read-only paths (which an unprivileged container has).
+func TestPrivileged(t *testing.T) {
+	f := newFixture(t)
+	script := []string{"sh", "-c", "grep CapEff /proc/self/status; echo /proc/sys mounts: $(grep -c ' /proc/sys ' /proc/self/mountinfo)"}
+	priv := f.run(t, script, func(in *oci.Input) {
+		in.Sandbox.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{Privileged: true}}
+		in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{Privileged: true}}
+	})
+	unpriv := f.run(t, script, nil)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own string
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "CapEff:") {
+			own = strings.Join(strings.Fields(line), " ")
+		}
+	}
+	for _, tc := range []struct {
+		c    container
+		want []string
+	}{
+		{priv, []string{own, "/proc/sys mounts: 0"}},
+		{unpriv, []string{"CapEff: 00000000a80425fb", "/proc/sys mounts: 1"}},
+	} {
+		if st := f.waitStopped(t, tc.c.id); st.ExitCode != 0 {
+			t.Errorf("state = %+v, want exit code 0", st)
+		}
+		var got []string
+		for _, e := range readLog(t, tc.c.log) {
+			got = append(got, strings.Join(strings.Fields(e.content), " "))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("container says %q, want %q", got, tc.want)
+		}
 	}
 }
 

@@ -45,7 +45,8 @@ const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 const DefaultNOFILE = 1048576
 
 // Spec builds the OCI runtime spec of a container. It writes nothing; it reads only the
-// rootfs's /etc/passwd and /etc/group to resolve user names.
+// rootfs's /etc/passwd and /etc/group to resolve user names, and the host's device nodes the
+// CRI config names.
 func Spec(in Input) (*specs.Spec, error) {
 	c := in.Container
 	if c == nil {
@@ -109,6 +110,14 @@ func Spec(in Input) (*specs.Spec, error) {
 		if p := sc.GetReadonlyPaths(); len(p) > 0 {
 			s.Linux.ReadonlyPaths = append([]string(nil), p...)
 		}
+	}
+	devs, rules, err := devices(c.GetDevices())
+	if err != nil {
+		return nil, err
+	}
+	s.Linux.Devices = devs
+	if !privileged {
+		s.Linux.Resources.Devices = append(s.Linux.Resources.Devices, rules...)
 	}
 	mounts, rootProp, err := mounts(c.GetMounts(), in.SandboxFiles, sc.GetReadonlyRootfs(), privileged)
 	if err != nil {

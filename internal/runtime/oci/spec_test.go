@@ -494,3 +494,34 @@ func TestGolden(t *testing.T) {
 		t.Errorf("spec differs from %s (run with -update after checking):\n%s", golden, got)
 	}
 }
+
+func TestDevices(t *testing.T) {
+	in := base(t)
+	in.Container.Devices = []*runtimeapi.Device{
+		{HostPath: "/dev/null", ContainerPath: "/dev/mynull", Permissions: "rw"},
+		{HostPath: "/dev/zero"},
+	}
+	s := mustSpec(t, in)
+	if len(s.Linux.Devices) != 2 {
+		t.Fatalf("devices = %+v", s.Linux.Devices)
+	}
+	null, zero := s.Linux.Devices[0], s.Linux.Devices[1]
+	if null.Path != "/dev/mynull" || null.Type != "c" || null.Major != 1 || null.Minor != 3 || *null.FileMode != 0o666 {
+		t.Errorf("null = %+v", null)
+	}
+	if zero.Path != "/dev/zero" || zero.Major != 1 || zero.Minor != 5 {
+		t.Errorf("zero = %+v", zero)
+	}
+	rules := s.Linux.Resources.Devices
+	if len(rules) != 3 || rules[0].Allow || !rules[1].Allow || *rules[1].Major != 1 || *rules[1].Minor != 3 || rules[1].Access != "rw" || rules[2].Access != "rwm" {
+		t.Errorf("device cgroup rules = %+v", rules)
+	}
+	in.Container.Devices = []*runtimeapi.Device{{HostPath: "/etc/hostname"}}
+	if _, err := Spec(in); err == nil {
+		t.Error("a regular file as a device: want an error")
+	}
+	in.Container.Devices = []*runtimeapi.Device{{HostPath: "/no/such/device"}}
+	if _, err := Spec(in); err == nil {
+		t.Error("a missing device: want an error")
+	}
+}

@@ -551,6 +551,22 @@ func TestPrivileged(t *testing.T) {
 	}
 }
 
+func TestDevice(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"sh", "-c", "echo x > /dev/mynull && head -c 3 /dev/myzero | od -An -tx1"}, func(in *oci.Input) {
+		in.Container.Devices = []*runtimeapi.Device{
+			{HostPath: "/dev/null", ContainerPath: "/dev/mynull", Permissions: "rw"},
+			{HostPath: "/dev/zero", ContainerPath: "/dev/myzero", Permissions: "r"},
+		}
+	})
+	if st := f.waitStopped(t, c.id); st.ExitCode != 0 {
+		t.Errorf("state = %+v, want exit code 0 (log %+v)", st, readLog(t, c.log))
+	}
+	if l := readLog(t, c.log); len(l) != 1 || strings.TrimSpace(l[0].content) != "00 00 00" {
+		t.Errorf("log = %+v, want the zeros of /dev/myzero", l)
+	}
+}
+
 func TestReopenLog(t *testing.T) {
 	f := newFixture(t)
 	c := f.run(t, []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}, nil)

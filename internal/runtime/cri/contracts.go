@@ -1,11 +1,9 @@
 package cri
 
 import (
-	"errors"
-
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/kubette/kubette/internal/runtime/image"
 	"github.com/kubette/kubette/internal/runtime/network"
 	"github.com/kubette/kubette/internal/runtime/oci"
 	"github.com/kubette/kubette/internal/runtime/runc"
@@ -14,26 +12,17 @@ import (
 // The types of the consumer interfaces are those of docs/node.md: aliases of the real
 // packages' types, so the concrete types satisfy Images, Containers and Network.
 
-// Image is an image in the store (runtime/image.Image).
-type Image struct {
-	ID          string
-	RepoTags    []string
-	RepoDigests []string
-	Size        uint64
-	Config      ocispec.ImageConfig
-}
+// Image is an image in the store.
+type Image = image.Image
 
-// Auth is a registry credential (runtime/image.Auth).
-type Auth struct{ Username, Password, Auth, IdentityToken, RegistryToken string }
+// Auth is a registry credential.
+type Auth = image.Auth
 
-// PullOptions configures a pull (runtime/image.PullOptions).
-type PullOptions struct {
-	Auth     *Auth
-	Insecure func(registry string) bool
-}
+// PullOptions configures a pull.
+type PullOptions = image.PullOptions
 
-// ErrImageNotFound is the image store's not-found error (runtime/image.ErrNotFound).
-var ErrImageNotFound = errors.New("image not found")
+// ErrImageNotFound is the image store's not-found error.
+var ErrImageNotFound = image.ErrNotFound
 
 // ContainerState is what the low-level runtime reports.
 type ContainerState = runc.State

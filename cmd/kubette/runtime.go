@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubette/kubette/internal/cluster"
+	"github.com/kubette/kubette/internal/runtime"
+)
+
+func newRuntime() *cobra.Command {
+	var cfg runtime.Config
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "runtime",
+		Short: "Run the built-in container runtime: CRI on unix://DATA_DIR/cri.sock (images, runc containers, CNI pod network)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Version = cluster.Version.GitVersion
+			return runtime.Run(cmd.Context(), cfg)
+		},
+	}
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for images, containers, sandboxes and the CRI socket")
+	cmd.Flags().StringVar(&cfg.Runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
+	cmd.Flags().StringSliceVar(&cfg.CNIPluginDirs, "cni-plugin-dirs", []string{"/usr/lib/cni", "/opt/cni/bin"}, "directories holding the CNI plugins")
+	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "kubette0", "name of the pods' bridge")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}

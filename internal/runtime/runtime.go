@@ -1,0 +1,166 @@
+// Package runtime is kubette's built-in container runtime: it opens the image store, the runc
+// runtime and the pod network under DATA_DIR/runtime and serves CRI on DATA_DIR/cri.sock.
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/kubette/kubette/internal/runtime/cri"
+	"github.com/kubette/kubette/internal/runtime/image"
+	"github.com/kubette/kubette/internal/runtime/network"
+	"github.com/kubette/kubette/internal/runtime/oci"
+	"github.com/kubette/kubette/internal/runtime/runc"
+)
+
+// The real packages satisfy the CRI server's consumer interfaces.
+var (
+	_ cri.Images     = (*image.Store)(nil)
+	_ cri.Containers = (*runc.Runtime)(nil)
+	_ cri.Network    = (*network.Manager)(nil)
+)
+
+// Config configures the runtime.
+type Config struct {
+	DataDir       string   // default /var/lib/kubette
+	Runc          string   // runc binary; default "runc"
+	Shim          []string // argv that starts the shim; default {os.Executable(), "shim"}
+	CNIPluginDirs []string // default {"/usr/lib/cni", "/opt/cni/bin"}
+	Bridge        string   // default "kubette0"
+	// Version is the binary's version that CRI Version reports (an addition to the
+	// contract: the runtime package cannot know the binary's version).
+	Version string
+	// Logger logs what the runtime does (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+// SocketPath is the CRI endpoint of a data directory.
+func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock") }
+
+// Run serves CRI on DATA_DIR/cri.sock until ctx ends. Containers keep running after it
+// returns; a later Run adopts them.
+func Run(ctx context.Context, cfg Config) error {
+	p, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	cfg = p.cfg
+	cfg.Logger.Info("CRI runtime serving", "socket", SocketPath(cfg.DataDir))
+	return cri.Serve(ctx, SocketPath(cfg.DataDir), p.srv)
+}
+
+// Down stops and removes every container and sandbox of DATA_DIR (unmounting their root
+// filesystems), then tears down the pod network (every sandbox network and the bridge).
+func Down(ctx context.Context, cfg Config) error {
+	p, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return errors.Join(p.srv.Down(ctx), p.net.Cleanup(ctx))
+}
+
+// parts are the opened pieces of the runtime.
+type parts struct {
+	cfg Config
+	srv *cri.Server
+	net *network.Manager
+}
+
+// open fills cfg's defaults and opens the stores and the CRI server.
+func open(ctx context.Context, cfg Config) (parts, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = "/var/lib/kubette"
+	}
+	if cfg.Runc == "" {
+		cfg.Runc = "runc"
+	}
+	if cfg.Bridge == "" {
+		cfg.Bridge = "kubette0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return parts{}, fmt.Errorf("runtime: data dir: %w", err)
+	}
+	cfg.DataDir = dataDir
+	dir := filepath.Join(dataDir, "runtime")
+	imageDir := filepath.Join(dir, "images")
+	images, err := image.Open(imageDir)
+	if err != nil {
+		return parts{}, fmt.Errorf("runtime: open image store: %w", err)
+	}
+	runcRoot := filepath.Join(dir, "runc")
+	rt, err := runc.New(runc.Config{Binary: cfg.Runc, Root: runcRoot, Shim: cfg.Shim})
+	if err != nil {
+		return parts{}, fmt.Errorf("runtime: %w", err)
+	}
+	net, err := network.New(network.Config{PluginDirs: cfg.CNIPluginDirs, StateDir: filepath.Join(dir, "cni"),
+		NetNSDir: filepath.Join(dir, "netns"), Bridge: cfg.Bridge})
+	if err != nil {
+		return parts{}, fmt.Errorf("runtime: %w", err)
+	}
+	limits := hostLimits()
+	srv, err := cri.New(ctx, cri.Config{
+		Dir: dir, ImageDir: imageDir, Images: images, Containers: rt, Network: net,
+		Spec: func(in oci.Input) (*specs.Spec, error) {
+			in.MaxNOFILE, in.HostCapabilities = limits.nofile, limits.caps
+			return oci.Spec(in)
+		},
+		Version: cfg.Version, Runc: cfg.Runc, RuncRoot: runcRoot, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return parts{}, err
+	}
+	return parts{cfg: cfg, srv: srv, net: net}, nil
+}
+
+// limits are what this process may hand to containers.
+type limits struct {
+	nofile uint64   // hard RLIMIT_NOFILE
+	caps   []string // effective capabilities; nil when unknown
+}
+
+// hostLimits reads this process's hard NOFILE limit and effective capabilities: a container
+// cannot get more than the runtime holds (root here may lack CAP_SYS_RESOURCE).
+func hostLimits() limits {
+	var l limits
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil {
+		l.nofile = rl.Max
+	}
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return l
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		hexCaps, ok := strings.CutPrefix(sc.Text(), "CapEff:")
+		if !ok {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(hexCaps), 16, 64)
+		if err != nil {
+			return l
+		}
+		l.caps = []string{}
+		for bit, name := range oci.AllCapabilities() {
+			if mask&(1<<uint(bit)) != 0 {
+				l.caps = append(l.caps, name)
+			}
+		}
+	}
+	return l
+}

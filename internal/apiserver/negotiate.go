@@ -178,33 +178,54 @@ type watchEncoder struct {
 
 // write sends one event; obj must carry its apiVersion and kind.
 func (e *watchEncoder) write(eventType string, obj runtime.Object) error {
+	raw, err := e.encodeObject(obj)
+	if err != nil {
+		return err
+	}
+	return e.writeRaw(eventType, raw)
+}
+
+// encodeObject serialises the object of an event in the stream's encoding: what
+// watchcache.Event.Encoded shares between the watchers of one event.
+func (e *watchEncoder) encodeObject(obj runtime.Object) ([]byte, error) {
+	if e.typ == "protobuf" {
+		var inner bytes.Buffer
+		if err := e.codec.proto.Encode(obj, &inner); err != nil {
+			return nil, err
+		}
+		return inner.Bytes(), nil
+	}
+	return json.Marshal(obj)
+}
+
+// writeRaw sends one event whose object encodeObject serialised.
+func (e *watchEncoder) writeRaw(eventType string, raw []byte) error {
 	e.buf.Reset()
 	switch e.typ {
 	case "protobuf":
-		var inner bytes.Buffer
-		if err := e.codec.proto.Encode(obj, &inner); err != nil {
-			return err
-		}
-		ev := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: inner.Bytes()}}
-		data, err := ev.Marshal()
-		if err != nil {
-			return err
-		}
+		ev := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: raw}}
+		n := ev.Size()
+		e.buf.Grow(4 + n)
 		var hdr [4]byte
-		binary.BigEndian.PutUint32(hdr[:], uint32(len(data)))
+		binary.BigEndian.PutUint32(hdr[:], uint32(n))
 		e.buf.Write(hdr[:])
-		e.buf.Write(data)
+		b := e.buf.AvailableBuffer()[:n]
+		if _, err := ev.MarshalToSizedBuffer(b); err != nil {
+			return err
+		}
+		e.buf.Write(b)
 	default:
-		raw, err := json.Marshal(obj)
+		// What json.Encoder writes for {"type": eventType, "object": raw}: raw is
+		// already compact and HTML-escaped (json.Marshal), so it is copied as it is.
+		typ, err := json.Marshal(eventType)
 		if err != nil {
 			return err
 		}
-		if err := json.NewEncoder(&e.buf).Encode(struct {
-			Type   string          `json:"type"`
-			Object json.RawMessage `json:"object"`
-		}{eventType, raw}); err != nil {
-			return err
-		}
+		e.buf.WriteString(`{"type":`)
+		e.buf.Write(typ)
+		e.buf.WriteString(`,"object":`)
+		e.buf.Write(raw)
+		e.buf.WriteString("}\n")
 	}
 	_, err := e.w.Write(e.buf.Bytes())
 	return err

@@ -431,6 +431,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 			return
 		}
 		var obj runtime.Object
+		shared := false
 		if ev.Type == watch.Bookmark {
 			obj = bookmarkObject(ri.res, ev.Revision, ev.Key == watchcache.InitialEventsEnd)
 			if as == "PartialObjectMetadata" {
@@ -438,6 +439,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 			}
 		} else {
 			obj = servedShared(ri.res, ev.Object)
+			shared = obj == ev.Object && as == ""
 			switch as {
 			case "Table":
 				t, err := s.tableFor(ri.res, []runtime.Object{obj}, q.Get("includeObject"), "")
@@ -450,7 +452,13 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 				obj = partialMetadata(obj)
 			}
 		}
-		if err := enc.write(string(ev.Type), obj); err != nil {
+		if shared {
+			// The cache's own object, as served: serialised once for every watcher.
+			raw, err := ev.Encoded(typ, func() ([]byte, error) { return enc.encodeObject(obj) })
+			if err != nil || enc.writeRaw(string(ev.Type), raw) != nil {
+				return
+			}
+		} else if err := enc.write(string(ev.Type), obj); err != nil {
 			return
 		}
 		if flusher != nil && watcher.Pending() == 0 {

@@ -35,6 +35,44 @@ type Event struct {
 	PrevObject runtime.Object
 	// Revision is the store revision of the change (for a bookmark: everything up to it was sent).
 	Revision int64
+
+	// enc holds the serialisations of Object shared by every watcher that receives
+	// this event with this Object (nil for objects made for one watcher).
+	enc *encodings
+}
+
+// Encoded returns Object serialised under key (an encoding and version, e.g.
+// "protobuf"), calling encode only for the first watcher that asks: as upstream's
+// cachingObject, one event fanned out to many watchers is serialised once per key.
+// encode must depend only on key and Object; the result must not be modified.
+func (e Event) Encoded(key string, encode func() ([]byte, error)) ([]byte, error) {
+	if e.enc == nil {
+		return encode()
+	}
+	return e.enc.get(key, encode)
+}
+
+// encodings caches an event object's serialisations by key.
+type encodings struct {
+	mu   sync.Mutex
+	keys []string
+	vals [][]byte
+}
+
+func (c *encodings) get(key string, encode func() ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range c.keys {
+		if k == key {
+			return c.vals[i], nil
+		}
+	}
+	data, err := encode()
+	if err != nil {
+		return nil, err
+	}
+	c.keys, c.vals = append(c.keys, key), append(c.vals, data)
+	return data, nil
 }
 
 // Decoder turns a stored value into an object whose resourceVersion is rev.
@@ -192,8 +230,7 @@ func (c *Cache) replace(items map[string]runtime.Object, rev int64) {
 }
 
 func (c *Cache) apply(se storage.Event) error {
-	var ev Event
-	ev.Key, ev.Revision = se.Key, se.Revision
+	ev := Event{Key: se.Key, Revision: se.Revision, enc: &encodings{}}
 	c.mu.RLock()
 	prev := c.items[se.Key]
 	c.mu.RUnlock()
@@ -557,7 +594,7 @@ func (w *Watcher) translate(ev Event) (Event, bool) {
 			// As upstream: the last state the watcher could see, at the revision of the change.
 			ev.Type = watch.Deleted
 			if last, err := withResourceVersion(ev.PrevObject, ev.Revision); err == nil {
-				ev.Object = last
+				ev.Object, ev.enc = last, nil
 			}
 			return ev, true
 		}

@@ -946,3 +946,56 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 		t.Errorf("cache list:\n%s\nstore list:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestEncodedOncePerEvent checks that the watchers of one change share its
+// serialisation per key, and that an object made for one watcher (the last state of
+// an object leaving its filter) is serialised for that watcher alone.
+func TestEncodedOncePerEvent(t *testing.T) {
+	f := newFixture(t)
+	c := f.start(Config{})
+	a := f.watch(c, WatchOptions{})
+	b := f.watch(c, WatchOptions{})
+	x := f.watch(c, WatchOptions{Filter: teamX})
+	f.put("ns", "p", labelX, "1")
+	rev := f.put("ns", "p", nil, "2") // leaves x's filter
+	f.waitRev(c, rev)
+
+	var calls int
+	encode := func(key string) func() ([]byte, error) {
+		return func() ([]byte, error) {
+			calls++
+			return []byte(key), nil
+		}
+	}
+	for i := range 2 {
+		ea, eb := f.next(a), f.next(b)
+		for _, key := range []string{"json", "protobuf"} {
+			calls = 0
+			for _, e := range []Event{ea, eb, ea} {
+				d, err := e.Encoded(key, encode(key))
+				if err != nil || string(d) != key {
+					t.Fatalf("event %d: Encoded(%s) = %q, %v", i, key, d, err)
+				}
+			}
+			if calls != 1 {
+				t.Fatalf("event %d, %s: encoded %d times for two watchers, want once", i, key, calls)
+			}
+		}
+	}
+	calls = 0
+	f2 := f.next(x) // Added
+	if _, err := f2.Encoded("json", encode("json")); err != nil || calls != 0 {
+		t.Fatalf("x's Added event shares a's and b's serialisation: %d encodes, err %v", calls, err)
+	}
+	gone := f.next(x) // Deleted, with the last matching state made for x
+	if gone.Type != watch.Deleted {
+		t.Fatalf("got %s, want Deleted", gone.Type)
+	}
+	if _, err := gone.Encoded("json", encode("json")); err != nil || calls != 1 {
+		t.Fatalf("x's Deleted event carries its own object: %d encodes, want 1 (err %v)", calls, err)
+	}
+	if _, err := gone.Encoded("json", encode("json")); err != nil || calls != 2 {
+		t.Fatalf("an object made for one watcher is not cached: %d encodes, want 2 (err %v)", calls, err)
+	}
+	f.quiet(a, b, x)
+}

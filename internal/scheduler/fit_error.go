@@ -49,7 +49,7 @@ type FitError struct {
 
 // Error returns the message as upstream: the PreFilter message, or else each
 // Filter reason with the number of nodes that gave it, sorted as strings; then the
-// PostFilter message if a PostFilter plugin ran.
+// PostFilter message and a period if a PostFilter plugin ran.
 func (f *FitError) Error() string {
 	var msg string
 	if f.Diagnosis.PreFilterMsg != "" {
@@ -58,7 +58,9 @@ func (f *FitError) Error() string {
 		msg = framework.FitMessage(f.NumAllNodes, f.Diagnosis.NodeToStatus, f.Diagnosis.AbsentNodesStatus)
 	}
 	if f.Diagnosis.PostFilterMsg != "" {
-		msg += " " + f.Diagnosis.PostFilterMsg
+		// As upstream (" %v." after each part): preemption's message, which
+		// ends in a period itself, ends the whole in "..".
+		msg += " " + f.Diagnosis.PostFilterMsg + "."
 	}
 	return msg
 }

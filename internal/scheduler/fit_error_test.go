@@ -27,6 +27,8 @@ func TestFitErrorMessage(t *testing.T) {
 		err  FitError
 		want string
 	}{{
+		// The PostFilter message gets upstream's " %v." too: preemption's own
+		// message ends in a period, so the whole ends in "..", as kubectl shows.
 		// Sorted as upstream sorts the "count reason" strings: the brief's example
 		// order ("3 Insufficient cpu, 2 node(s) ...") is not what upstream prints.
 		name: "filter reasons counted and sorted, with preemption",
@@ -34,7 +36,7 @@ func TestFitErrorMessage(t *testing.T) {
 			NodeToStatus:  statuses(3, []string{"Insufficient cpu"}, 2, []string{taint}),
 			PostFilterMsg: "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
 		}},
-		want: "0/5 nodes are available: 2 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 3 Insufficient cpu. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
+		want: "0/5 nodes are available: 2 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 3 Insufficient cpu. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling..",
 	}, {
 		name: "no PostFilter ran",
 		err: FitError{NumAllNodes: 5, Diagnosis: Diagnosis{
@@ -67,7 +69,7 @@ func TestFitErrorMessage(t *testing.T) {
 			PreFilterMsg:  "pod has unbound immediate PersistentVolumeClaims",
 			PostFilterMsg: "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
 		}},
-		want: "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+		want: "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling..",
 	}, {
 		name: "nodes not in the map get the absent status",
 		err: FitError{NumAllNodes: 5, Diagnosis: Diagnosis{

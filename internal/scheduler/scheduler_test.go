@@ -288,7 +288,7 @@ func TestPostFilterMessageOnlyWhenRun(t *testing.T) {
 		want := "0/3 nodes are available: 3 Insufficient cpu."
 		if withPostFilter {
 			pls = append(pls, fakePostFilter{})
-			want += " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+			want += " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
 		}
 		ts := newTestScheduler(t, Options{}, pls...)
 		ts.addNodes(testNode("n1", "1"), testNode("n2", "1"), testNode("n3", "1"))

@@ -7,6 +7,7 @@ package plugins
 import (
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins/defaultbinder"
+	"github.com/kubette/kubette/internal/scheduler/plugins/defaultpreemption"
 	"github.com/kubette/kubette/internal/scheduler/plugins/imagelocality"
 	"github.com/kubette/kubette/internal/scheduler/plugins/interpodaffinity"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeaffinity"
@@ -43,6 +44,7 @@ func NewInTreeRegistry() framework.Registry {
 		interpodaffinity.Name:                interpodaffinity.New,
 		noderesources.NameBalancedAllocation: noderesources.NewBalancedAllocation,
 		imagelocality.Name:                   imagelocality.New,
+		defaultpreemption.Name:               defaultpreemption.New,
 		defaultbinder.Name:                   defaultbinder.New,
 	}
 }
@@ -50,7 +52,7 @@ func NewInTreeRegistry() framework.Registry {
 // DefaultProfile returns upstream's default plugins in upstream's order, with its
 // score weights: TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
 // InterPodAffinity 2, NodeResourcesFit 1, NodeResourcesBalancedAllocation 1,
-// ImageLocality 1; DefaultBinder binds.
+// ImageLocality 1; DefaultPreemption is the PostFilter; DefaultBinder binds.
 func DefaultProfile() []PluginConfig {
 	return []PluginConfig{
 		{Name: nodeunschedulable.Name},
@@ -63,6 +65,7 @@ func DefaultProfile() []PluginConfig {
 		{Name: interpodaffinity.Name, Weight: 2},
 		{Name: noderesources.NameBalancedAllocation, Weight: 1},
 		{Name: imagelocality.Name, Weight: 1},
+		{Name: defaultpreemption.Name},
 		{Name: defaultbinder.Name},
 	}
 }

@@ -101,7 +101,9 @@ type State struct {
 // Create creates the container of bundleDir under a new shim and returns once runc has
 // created it (or failed to). The shim copies the container's stdout and stderr into logPath in
 // the CRI format; logPath's directory is created if missing. Create writes nothing to
-// bundleDir; its files go to the bundle's parent directory.
+// bundleDir; its files go to the bundle's parent directory. When ctx ends before the shim has
+// reported, Create returns ctx's error while runc may still create the container: the caller
+// deletes the id as after any failed Create.
 func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (err error) {
 	bundleDir, err = filepath.Abs(bundleDir)
 	if err != nil {

@@ -109,7 +109,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		if err := Down(ctx, r.cfg); err != nil {
 			t.Errorf("Down: %v", err)
 		}
-		checkNothingLeft(t, dataDir, runcBin)
+		checkNothingLeft(t, dataDir, runcBin, "kcri0")
 		if err := os.RemoveAll(dataDir); err != nil {
 			t.Errorf("remove data dir: %v", err)
 		}
@@ -314,8 +314,9 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 }
 
-// checkNothingLeft fails t if a mount, runc container or network namespace of dataDir is left.
-func checkNothingLeft(t *testing.T, dataDir, runcBin string) {
+// checkNothingLeft fails t if a mount, runc container or network namespace of dataDir, or
+// the bridge, is left.
+func checkNothingLeft(t *testing.T, dataDir, runcBin, bridge string) {
 	t.Helper()
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -332,11 +333,88 @@ func checkNothingLeft(t *testing.T, dataDir, runcBin string) {
 	} else if s := strings.TrimSpace(string(out)); s != "" {
 		t.Errorf("runc containers left: %s", s)
 	}
-	if out, err := exec.Command("ip", "link", "show", "kcri0").CombinedOutput(); err == nil {
+	if out, err := exec.Command("ip", "link", "show", bridge).CombinedOutput(); err == nil {
 		t.Errorf("bridge left: %s", out)
 	}
 	ents, _ := os.ReadDir(filepath.Join(dataDir, "runtime", "netns"))
 	for _, e := range ents {
 		t.Errorf("netns left: %s", e.Name())
+	}
+}
+
+func TestDownRemovesRunningPods(t *testing.T) {
+	needs.Root(t)
+	runcBin := needs.Binary(t, "runc", "runc")
+	pluginDir := needs.CNIPlugins(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := testimage.Registry(t)
+	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
+	dataDir, err := os.MkdirTemp("", "kcri")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runtimeUnderTest{t: t, cfg: Config{DataDir: dataDir, Runc: runcBin, Shim: []string{exe},
+		CNIPluginDirs: []string{pluginDir}, Bridge: "kcri1"}}
+	downDone := false
+	t.Cleanup(func() {
+		r.stop()
+		if !downDone { // the test failed before Down: clean up anyway
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := Down(ctx, r.cfg); err != nil {
+				t.Errorf("Down: %v", err)
+			}
+		}
+		_ = os.RemoveAll(dataDir)
+	})
+	r.start()
+	ctx := callCtx(t)
+	if _, err := r.rs.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.99.78.0/24"}}}); err != nil {
+		t.Fatal(err)
+	}
+	image := registry + "/busybox:v1"
+	if _, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatal(err)
+	}
+	var sandboxes []string
+	for _, name := range []string{"a", "b"} {
+		sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: name},
+			Hostname: name, LogDirectory: filepath.Join(dataDir, "logs", name)}
+		sb, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sandboxes = append(sandboxes, sb.PodSandboxId)
+		c, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, SandboxConfig: sbCfg,
+			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"}, Image: &runtimeapi.ImageSpec{Image: image},
+				Command: []string{"sleep", "1000"}, LogPath: "sleep/0.log"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.stop()
+	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	downDone = true
+	if err := Down(dctx, r.cfg); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	checkNothingLeft(t, dataDir, runcBin, "kcri1")
+	for _, sb := range sandboxes {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory/kubette", "pod-"+sb[:12])); !os.IsNotExist(err) {
+			t.Errorf("cgroup of sandbox %s left: %v", sb[:12], err)
+		}
+	}
+	for _, d := range []string{"sandboxes", "containers"} {
+		if ents, _ := os.ReadDir(filepath.Join(dataDir, "runtime", d)); len(ents) != 0 {
+			t.Errorf("%s left: %d", d, len(ents))
+		}
 	}
 }

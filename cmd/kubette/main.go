@@ -37,7 +37,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime())
+	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage())
 	return root
 }
 

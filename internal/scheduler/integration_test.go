@@ -182,6 +182,11 @@ func waitUnschedulable(t *testing.T, c kubernetes.Interface, name string) string
 	return msg
 }
 
+// noVictims is DefaultPreemption's tail when no node has a pod of lower priority.
+func noVictims(nodes int) string {
+	return fmt.Sprintf(" preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod..", nodes, nodes)
+}
+
 // eventNotes returns the notes of the pod's events with the given reason (events.k8s.io/v1).
 func eventNotes(c kubernetes.Interface, pod, reason string) ([]string, error) {
 	list, err := c.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
@@ -247,7 +252,10 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 	startScheduler(t, env, scheduler.Options{})
 
 	createPod(t, c, newPod("huge", "2"))
-	want := "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu."
+	// DefaultPreemption adds upstream's tail: the tainted node cannot be helped,
+	// the empty ones have nothing to preempt.
+	want := "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu." +
+		" preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.."
 	if msg := waitUnschedulable(t, c, "huge"); msg != want {
 		t.Fatalf("message %q\nwant    %q", msg, want)
 	}
@@ -307,7 +315,7 @@ func TestHostPortConflictsNeverBound(t *testing.T) {
 		}
 		return len(nodes) == 2 && len(unschedulable) == 1, nil
 	})
-	if want := "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."; unschedulable[0] != want {
+	if want := "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports." + noVictims(2); unschedulable[0] != want {
 		t.Fatalf("message %q", unschedulable[0])
 	}
 }
@@ -439,7 +447,7 @@ func TestFiveHundredPodsAtOnceNeverOvercommit(t *testing.T) {
 		if p.Spec.NodeName != "" {
 			continue
 		}
-		if cond := scheduledCondition(&p); cond.Message != "0/5 nodes are available: 5 Insufficient cpu." {
+		if cond := scheduledCondition(&p); cond.Message != "0/5 nodes are available: 5 Insufficient cpu."+noVictims(5) {
 			t.Fatalf("pending pod %s: %q", p.Name, cond.Message)
 		}
 	}
@@ -541,7 +549,7 @@ func TestFinishedPodFreesItsRoom(t *testing.T) {
 	createPod(t, c, newPod("job", "1"))
 	nodeOf(t, c, "job")
 	createPod(t, c, newPod("next", "1"))
-	if msg := waitUnschedulable(t, c, "next"); msg != "0/1 nodes are available: 1 Insufficient cpu." {
+	if msg := waitUnschedulable(t, c, "next"); msg != "0/1 nodes are available: 1 Insufficient cpu."+noVictims(1) {
 		t.Fatalf("message %q", msg)
 	}
 	job, err := c.CoreV1().Pods("default").Get(ctx, "job", metav1.GetOptions{})

@@ -26,6 +26,7 @@ type observed struct {
 	startedAt, finishedAt int64
 	exitCode              int32
 	reason, message       string
+	pid                   int // 0 unless created or running
 }
 
 func unixNano(t time.Time) int64 {
@@ -50,9 +51,9 @@ func (s *Server) refresh(ctx context.Context, c *container) observed {
 	}
 	switch st.Status {
 	case "created":
-		return observed{state: runtimeapi.ContainerState_CONTAINER_CREATED}
+		return observed{state: runtimeapi.ContainerState_CONTAINER_CREATED, pid: st.Pid}
 	case "running":
-		return observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, startedAt: unixNano(st.StartedAt)}
+		return observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, startedAt: unixNano(st.StartedAt), pid: st.Pid}
 	case "stopped":
 		f := &finalStatus{
 			ExitCode: int32(st.ExitCode), StartedAt: unixNano(st.StartedAt), FinishedAt: unixNano(st.FinishedAt),
@@ -209,6 +210,10 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		ID: id, SandboxID: sbMeta.ID, Config: raw, ImageID: img.ID, ImageName: imageName, ImageRef: imageRef,
 		StopSignal: stopSignal, CgroupsPath: in.CgroupsPath, CreatedAt: time.Now().UnixNano(), LogPath: logPath,
 	}}
+	if spec.Process != nil {
+		u := spec.Process.User
+		c.meta.User = processUser{UID: u.UID, GID: u.GID, Gids: u.AdditionalGids}
+	}
 	runtimeLog := logPath
 	if runtimeLog == "" {
 		runtimeLog = os.DevNull // the kubelet asked for no log: the output goes nowhere
@@ -428,6 +433,12 @@ func (s *Server) removeContainer(ctx context.Context, c *container) error {
 
 // containerStatus renders c as CRI's ContainerStatus.
 func (s *Server) containerStatus(ctx context.Context, c *container) *runtimeapi.ContainerStatus {
+	st, _ := s.containerStatusPid(ctx, c)
+	return st
+}
+
+// containerStatusPid renders c as CRI's ContainerStatus and returns its init's pid too.
+func (s *Server) containerStatusPid(ctx context.Context, c *container) (*runtimeapi.ContainerStatus, int) {
 	o := s.refresh(ctx, c)
 	s.mu.Lock()
 	m, cfg := c.meta, c.cfg
@@ -440,12 +451,16 @@ func (s *Server) containerStatus(ctx context.Context, c *container) *runtimeapi.
 		Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), Mounts: cfg.GetMounts(), LogPath: m.LogPath,
 		Resources: &runtimeapi.ContainerResources{Linux: cfg.GetLinux().GetResources()},
 	}
+	st.User = &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: int64(m.User.UID), Gid: int64(m.User.GID)}}
+	for _, g := range m.User.Gids {
+		st.User.Linux.SupplementalGroups = append(st.User.Linux.SupplementalGroups, int64(g))
+	}
 	if sig, err := parseSignal(m.StopSignal); err == nil {
 		if v, ok := runtimeapi.Signal_value["SIGNAL_"+unix.SignalName(sig)]; ok {
 			st.StopSignal = runtimeapi.Signal(v)
 		}
 	}
-	return st
+	return st, o.pid
 }
 
 // ContainerStatus reports one container.
@@ -454,7 +469,34 @@ func (s *Server) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerS
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeapi.ContainerStatusResponse{Status: s.containerStatus(ctx, c)}, nil
+	st, pid := s.containerStatusPid(ctx, c)
+	resp := &runtimeapi.ContainerStatusResponse{Status: st}
+	if req.GetVerbose() {
+		resp.Info = s.containerInfo(c, pid)
+	}
+	return resp, nil
+}
+
+// containerInfo is the verbose "info" of ContainerStatus, as containerd's: the sandbox ID,
+// the pid, the CRI config and the OCI spec, as JSON.
+func (s *Server) containerInfo(c *container, pid int) map[string]string {
+	s.mu.Lock()
+	m := c.meta
+	s.mu.Unlock()
+	info := struct {
+		SandboxID   string          `json:"sandboxID"`
+		Pid         int             `json:"pid"`
+		Config      json.RawMessage `json:"config"`
+		RuntimeSpec json.RawMessage `json:"runtimeSpec,omitempty"`
+	}{SandboxID: m.SandboxID, Pid: pid, Config: m.Config}
+	if b, err := os.ReadFile(filepath.Join(s.containerDir(m.ID), "bundle", "config.json")); err == nil && json.Valid(b) {
+		info.RuntimeSpec = b
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return map[string]string{"error": err.Error()}
+	}
+	return map[string]string{"info": string(b)}
 }
 
 // ListContainers lists containers matching the filter (ID or ID prefix, state, sandbox ID

@@ -304,7 +304,7 @@ func (f *fakeSpec) spec(in SpecInput) (*specs.Spec, error) {
 	defer f.mu.Unlock()
 	f.inputs = append(f.inputs, in)
 	return &specs.Spec{Version: specs.Version, Hostname: in.Hostname, Root: &specs.Root{Path: in.Rootfs},
-		Process: &specs.Process{Args: in.Container.GetCommand()}, Linux: &specs.Linux{CgroupsPath: in.CgroupsPath}}, nil
+		Process: &specs.Process{Args: in.Container.GetCommand(), User: specs.User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000, 10}}}, Linux: &specs.Linux{CgroupsPath: in.CgroupsPath}}, nil
 }
 
 func (f *fakeSpec) last() SpecInput {

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -343,7 +344,25 @@ func TestContainerLifecycle(t *testing.T) {
 		t.Errorf("created status = %v", st)
 	}
 
+	if u := st.User.GetLinux(); u.GetUid() != 1000 || u.GetGid() != 1000 || !slices.Equal(u.GetSupplementalGroups(), []int64{1000, 10}) {
+		t.Errorf("user = %v", st.User)
+	}
+
 	e.start(id)
+	verbose, err := e.srv.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		SandboxID   string
+		Pid         int
+		Config      *struct{ Metadata struct{ Name string } }
+		RuntimeSpec *struct{ Hostname string }
+	}
+	if err := json.Unmarshal([]byte(verbose.Info["info"]), &info); err != nil || info.SandboxID != sb || info.Pid != 42 ||
+		info.Config.Metadata.Name != "app" || info.RuntimeSpec.Hostname != "pod" {
+		t.Errorf("verbose info %q: %+v, %v", verbose.Info["info"], info, err)
+	}
 	_, err = e.srv.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
 	wantCode(t, err, codes.FailedPrecondition)
 	st = e.status(id)

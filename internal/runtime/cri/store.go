@@ -56,9 +56,18 @@ type containerMeta struct {
 	CreatedAt   int64           `json:"createdAt"`
 	LogPath     string          `json:"logPath,omitempty"`
 	Started     bool            `json:"started,omitempty"`
+	// User is who the container's process runs as, from its OCI spec.
+	User processUser `json:"user"`
 	// Final is the container's last status once it exited; cached because the low-level
 	// runtime forgets a container once it is deleted.
 	Final *finalStatus `json:"final,omitempty"`
+}
+
+// processUser is the user of a container's process.
+type processUser struct {
+	UID  uint32   `json:"uid"`
+	GID  uint32   `json:"gid"`
+	Gids []uint32 `json:"gids,omitempty"`
 }
 
 // finalStatus is how a container ended.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -16,6 +17,8 @@ import (
 type File struct {
 	Data []byte
 	Mode os.FileMode
+	// GID, when set, is the file's group (the pod's fsGroup); else the writer's.
+	GID *int64
 }
 
 const (
@@ -70,6 +73,11 @@ func WriteAtomic(dir string, payload map[string]File) (bool, error) {
 			return false, fmt.Errorf("write %s: %w", p, err)
 		}
 		// WriteFile's mode is masked by the umask; the volume's mode is exact.
+		if f.GID != nil {
+			if err := os.Lchown(full, -1, int(*f.GID)); err != nil {
+				return false, fmt.Errorf("chown %s: %w", p, err)
+			}
+		}
 		if err := os.Chmod(full, f.Mode.Perm()); err != nil {
 			return false, fmt.Errorf("chmod %s: %w", p, err)
 		}
@@ -166,6 +174,9 @@ func sameContent(tsDir string, payload map[string]File) bool {
 		}
 		info, err := d.Info()
 		if err != nil || info.Mode().Perm() != f.Mode.Perm() {
+			return errors.New("differs")
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); f.GID != nil && (!ok || int64(st.Gid) != *f.GID) {
 			return errors.New("differs")
 		}
 		b, err := os.ReadFile(path)

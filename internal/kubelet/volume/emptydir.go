@@ -10,9 +10,10 @@ import (
 )
 
 // setupEmptyDir creates an emptyDir's directory (mode 0777, as upstream) and, for medium
-// Memory, mounts a tmpfs on it sized by sizeLimit. A second call leaves an existing
-// directory and mount alone.
-func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource) error {
+// Memory, mounts a tmpfs on it sized by sizeLimit. With an fsGroup the directory belongs to
+// that group and is setgid, so that what containers create there does too. A second call
+// leaves an existing directory and mount alone.
+func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
 	switch src.Medium {
 	case v1.StorageMediumDefault, v1.StorageMediumMemory:
 	default:
@@ -36,8 +37,15 @@ func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource) error {
 			}
 		}
 	}
+	mode := os.FileMode(0o777)
+	if gid != nil {
+		if err := os.Lchown(dir, -1, int(*gid)); err != nil {
+			return fmt.Errorf("chown emptyDir %s: %w", dir, err)
+		}
+		mode |= os.ModeSetgid
+	}
 	// MkdirAll's mode is masked by the umask; an emptyDir is writable by every container user.
-	if err := os.Chmod(dir, 0o777); err != nil {
+	if err := os.Chmod(dir, mode); err != nil {
 		return fmt.Errorf("chmod emptyDir %s: %w", dir, err)
 	}
 	return nil

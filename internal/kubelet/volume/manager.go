@@ -99,7 +99,7 @@ func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 		if err != nil {
 			return err
 		}
-		return setupEmptyDir(dir, src.EmptyDir)
+		return setupEmptyDir(dir, src.EmptyDir, fsGroup(pod))
 	case src.HostPath != nil:
 		return checkHostPath(src.HostPath)
 	case src.ConfigMap != nil:
@@ -132,6 +132,14 @@ func (m *Manager) writeVolume(ctx context.Context, pod *v1.Pod, name, plugin str
 	files, err := payload()
 	if err != nil {
 		return err
+	}
+	if gid := fsGroup(pod); gid != nil {
+		// As upstream's volume ownership for read-only volumes: the fsGroup owns the files
+		// and can read them.
+		for p, f := range files {
+			f.GID, f.Mode = gid, f.Mode|0o440
+			files[p] = f
+		}
 	}
 	changed, err := WriteAtomic(dir, files)
 	if err != nil {
@@ -210,4 +218,12 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("tear down pod %s: %w", uid, err)
 	}
 	return nil
+}
+
+// fsGroup returns the pod's fsGroup, or nil.
+func fsGroup(pod *v1.Pod) *int64 {
+	if pod.Spec.SecurityContext == nil {
+		return nil
+	}
+	return pod.Spec.SecurityContext.FSGroup
 }

@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubette/kubette/internal/testenv/needs"
 )
@@ -126,5 +128,43 @@ func TestTearDownRefusesBusyMount(t *testing.T) {
 	}
 	if err := m.TearDown(ctx, pod.UID); err != nil {
 		t.Fatalf("TearDown once free: %v", err)
+	}
+}
+
+func TestFSGroupOwnership(t *testing.T) {
+	needs.Root(t)
+	ctx := context.Background()
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"key": []byte("v")}}
+	m, _, root := newManager(t, sec)
+	pod := testPod(
+		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s", DefaultMode: ptr[int32](0o400)}}},
+		v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr[int64](1234)}
+	if err := m.Setup(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	secDir := filepath.Join(root, "pods/uid-1/volumes", PluginSecret, "sec")
+	check := func(path string, wantMode os.FileMode) {
+		t.Helper()
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode()&(os.ModePerm|os.ModeSetgid) != wantMode || info.Sys().(*syscall.Stat_t).Gid != 1234 {
+			t.Errorf("%s: mode %v gid %d, want %v gid 1234", path, info.Mode(), info.Sys().(*syscall.Stat_t).Gid, wantMode)
+		}
+	}
+	check(filepath.Join(secDir, "key"), 0o440)
+	check(filepath.Join(root, "pods/uid-1/volumes", PluginEmptyDir, "cache"), 0o777|os.ModeSetgid)
+	before, _ := os.Readlink(filepath.Join(secDir, dataDirName))
+	if err := m.Setup(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Readlink(filepath.Join(secDir, dataDirName)); after != before {
+		t.Errorf("unchanged secret rewritten: %s → %s", before, after)
+	}
+	if err := m.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
 	}
 }

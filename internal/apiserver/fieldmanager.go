@@ -3,12 +3,16 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kubette/kubette/internal/registry"
 	"github.com/kubette/kubette/internal/registry/defaults"
@@ -34,7 +38,7 @@ func (defaulter) Default(obj runtime.Object) { defaults.Apply(obj) }
 func newFieldManagers(ctx context.Context, s *Server) *fieldManagers {
 	f := &fieldManagers{scheme: s.scheme, ready: make(chan struct{}), managers: map[string]*managedfields.FieldManager{}, log: s.log.Error}
 	go func() {
-		f.converter = applyconfigurations.NewTypeConverter(s.scheme)
+		f.converter = newTypeConverter(applyconfigurations.NewTypeConverter(s.scheme), s.scheme)
 		close(f.ready)
 	}()
 	return f
@@ -80,4 +84,73 @@ func (f *fieldManagers) apply(r *registry.Resource, sub string, live, applied ru
 		return nil, err
 	}
 	return m.Apply(live, applied, manager, force)
+}
+
+// typeConverter wraps the scheme's type converter for the update path. It resolves the
+// schema of each kind once, and it does not validate a Go-typed object against that
+// schema when the caller allows duplicates — as the field manager does for the live and
+// the new object of every update and for the live object of an apply. There a typed
+// Go object always has its kind's schema (the schema is generated from the same Go
+// types), so the validation walk (about half of the managed-fields work in profiles)
+// cannot fail and changes nothing. Unstructured objects (applied configurations) and
+// calls without AllowDuplicates go through the wrapped converter unchanged.
+type typeConverter struct {
+	inner  managedfields.TypeConverter
+	scheme *runtime.Scheme
+	mu     sync.RWMutex
+	types  map[schema.GroupVersionKind]resolvedType
+}
+
+// resolvedType is the schema and type of one kind.
+type resolvedType struct {
+	schema *smdschema.Schema
+	ref    smdschema.TypeRef
+}
+
+func newTypeConverter(inner managedfields.TypeConverter, scheme *runtime.Scheme) *typeConverter {
+	return &typeConverter{inner: inner, scheme: scheme, types: map[schema.GroupVersionKind]resolvedType{}}
+}
+
+// ObjectToTyped converts obj to a typed value, as the wrapped converter does.
+func (c *typeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if _, ok := obj.(runtime.Unstructured); ok || !slices.Contains(opts, typed.AllowDuplicates) {
+		return c.inner.ObjectToTyped(obj, opts...)
+	}
+	t, ok := c.resolve(obj.GetObjectKind().GroupVersionKind())
+	if !ok {
+		return c.inner.ObjectToTyped(obj, opts...)
+	}
+	v, err := value.NewValueReflect(obj)
+	if err != nil {
+		return nil, fmt.Errorf("error creating struct value reflector: %v", err)
+	}
+	return typed.AsTypedUnvalidated(v, t.schema, t.ref), nil
+}
+
+// TypedToObject converts a typed value back, as the wrapped converter does.
+func (c *typeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	return c.inner.TypedToObject(v)
+}
+
+// resolve returns the schema and type of gvk, found once through the wrapped converter
+// on an empty object of the kind.
+func (c *typeConverter) resolve(gvk schema.GroupVersionKind) (resolvedType, bool) {
+	c.mu.RLock()
+	t, ok := c.types[gvk]
+	c.mu.RUnlock()
+	if ok {
+		return t, t.schema != nil
+	}
+	empty, err := c.scheme.New(gvk)
+	if err == nil {
+		empty.GetObjectKind().SetGroupVersionKind(gvk)
+		var tv *typed.TypedValue
+		if tv, err = c.inner.ObjectToTyped(empty, typed.AllowDuplicates); err == nil {
+			t = resolvedType{schema: tv.Schema(), ref: tv.TypeRef()}
+		}
+	}
+	c.mu.Lock()
+	c.types[gvk] = t
+	c.mu.Unlock()
+	return t, t.schema != nil
 }

@@ -29,6 +29,10 @@ const maxRespBodyLength = 10 << 10
 // maxRedirects is how many redirects an HTTP probe follows (as Go's and upstream's client).
 const maxRedirects = 10
 
+// errNoPodIP errors a network probe of a pod whose IP the kubelet does not know yet, rather
+// than letting an empty host dial the node's own loopback.
+var errNoPodIP = errors.New("the pod has no IP yet")
+
 // result is the outcome of one probe attempt. err is set when the probe could not be run at
 // all (a bad port, no exec runner): upstream's "errored" outcome.
 type result struct {
@@ -55,11 +59,17 @@ func (m *Manager) runProbe(ctx context.Context, p *v1.Probe, c *v1.Container, co
 		if host == "" {
 			host = podIP
 		}
+		if host == "" {
+			return result{err: errNoPodIP}
+		}
 		return probeTCP(ctx, host, port, timeout)
 	case p.GRPC != nil:
 		service := ""
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service
+		}
+		if podIP == "" {
+			return result{err: errNoPodIP}
 		}
 		return probeGRPC(ctx, podIP, int(p.GRPC.Port), service, timeout)
 	}
@@ -142,6 +152,9 @@ func (m *Manager) probeHTTP(ctx context.Context, g *v1.HTTPGetAction, c *v1.Cont
 	host := g.Host
 	if host == "" {
 		host = podIP
+	}
+	if host == "" {
+		return result{err: errNoPodIP}
 	}
 	scheme := strings.ToLower(string(g.Scheme))
 	if scheme == "" {

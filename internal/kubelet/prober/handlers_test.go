@@ -267,3 +267,17 @@ func TestGRPCProbe(t *testing.T) {
 		t.Fatalf("no health service: %+v", r)
 	}
 }
+
+func TestNetworkProbesNeedAPodIP(t *testing.T) {
+	m := New(Config{})
+	c := &v1.Container{Name: "c"}
+	for name, p := range map[string]*v1.Probe{
+		"http": {ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(80)}}},
+		"tcp":  {ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}},
+		"grpc": {ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 80}}},
+	} {
+		if r := m.runProbe(context.Background(), withDefaults(p), c, "id", ""); !errors.Is(r.err, errNoPodIP) {
+			t.Errorf("%s without a pod IP: %+v", name, r)
+		}
+	}
+}

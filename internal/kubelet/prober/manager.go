@@ -84,7 +84,7 @@ type podEntry struct {
 type probeState struct {
 	containerID string // raw CRI ID
 	success     bool
-	stop        context.CancelFunc // nil once the worker ended
+	stop        context.CancelFunc // stops the worker (a no-op once it ended)
 	done        chan struct{}
 }
 

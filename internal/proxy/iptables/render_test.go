@@ -1,0 +1,529 @@
+package iptables
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the renderer's output")
+
+var testOptions = Options{
+	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
+	ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
+	NodeIPs:     []netip.Addr{netip.MustParseAddr("192.168.1.10")},
+}
+
+func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func ready(addr string, port int32) Endpoint {
+	return Endpoint{IP: ip(addr), Port: port, Ready: true, Serving: true, NodeName: "n1"}
+}
+
+func TestChainNamesMatchUpstream(t *testing.T) {
+	// Upstream's proxier tests name these chains for ns1/svc1:p80 and its
+	// endpoint 10.180.0.1:80.
+	if got := SVCChain("ns1/svc1:p80", "TCP"); got != "KUBE-SVC-XPGD46QRK7WJZT7O" {
+		t.Errorf("SVCChain = %s", got)
+	}
+	if got := SEPChain("ns1/svc1:p80", "TCP", "10.180.0.1:80"); got != "KUBE-SEP-SXIVWICOYRO3J4NJ" {
+		t.Errorf("SEPChain = %s", got)
+	}
+}
+
+func goldenCases() map[string]Model {
+	web := func(eps ...Endpoint) Service {
+		return Service{Namespace: "default", Name: "web", ClusterIPs: []netip.Addr{ip("10.96.0.10")},
+			Ports: []Port{{Name: "http", Protocol: "TCP", Port: 80, Endpoints: eps}}}
+	}
+	nodePort := web(ready("10.244.1.5", 8080))
+	nodePort.Ports[0].NodePort = 30080
+	affinity := web(ready("10.244.1.5", 8080), ready("10.244.2.7", 8080))
+	affinity.AffinityTimeoutSeconds = 10800
+	noEndpoints := web(Endpoint{IP: ip("10.244.1.5"), Port: 8080, Serving: false, NodeName: "n1"})
+	noEndpoints.Ports[0].NodePort = 30081
+	return map[string]Model{
+		"clusterip-1": {Services: []Service{web(ready("10.244.1.5", 8080))}},
+		"clusterip-3": {Services: []Service{web(ready("10.244.3.1", 8080), ready("10.244.1.5", 8080), ready("10.244.2.7", 8080),
+			Endpoint{IP: ip("10.244.2.8"), Port: 8080, Serving: true, NodeName: "n2"})}}, // not ready, not terminating: unused
+		"nodeport":     {Services: []Service{nodePort}},
+		"affinity":     {Services: []Service{affinity}},
+		"no-endpoints": {Services: []Service{noEndpoints}},
+		"headless": {Services: []Service{{Namespace: "default", Name: "db", ClusterIPs: nil,
+			Ports: []Port{{Name: "pg", Protocol: "TCP", Port: 5432, Endpoints: []Endpoint{ready("10.244.1.9", 5432)}}}}}},
+		"terminating-only": {Services: []Service{web(
+			Endpoint{IP: ip("10.244.1.5"), Port: 8080, Serving: true, Terminating: true},
+			Endpoint{IP: ip("10.244.1.6"), Port: 8080, Serving: false, Terminating: true})}},
+		"multi-port": {Services: []Service{{Namespace: "kube-system", Name: "dns", ClusterIPs: []netip.Addr{ip("10.96.0.53")},
+			Ports: []Port{
+				{Name: "dns", Protocol: "UDP", Port: 53, Endpoints: []Endpoint{ready("10.244.1.2", 53), ready("10.244.1.3", 53)}},
+				{Name: "dns-tcp", Protocol: "TCP", Port: 53, Endpoints: []Endpoint{ready("10.244.1.2", 53), ready("10.244.1.3", 53)}},
+				{Name: "metrics", Protocol: "TCP", Port: 9153},
+			}}}},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	for name, m := range goldenCases() {
+		t.Run(name, func(t *testing.T) {
+			got := Render(m, testOptions).Text(nil)
+			path := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/proxy/iptables -run TestRenderGolden -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("rendered rules differ from %s (-update rewrites it):\n%s", path, lineDiff(string(want), string(got)))
+			}
+			// Deterministic: the same model in another order renders the same.
+			rev := Model{}
+			for i := len(m.Services) - 1; i >= 0; i-- {
+				s := m.Services[i]
+				s.Ports = append([]Port(nil), s.Ports...)
+				for j := range s.Ports {
+					eps := append([]Endpoint(nil), s.Ports[j].Endpoints...)
+					for a, b := 0, len(eps)-1; a < b; a, b = a+1, b-1 {
+						eps[a], eps[b] = eps[b], eps[a]
+					}
+					s.Ports[j].Endpoints = eps
+				}
+				rev.Services = append(rev.Services, s)
+			}
+			if again := Render(rev, testOptions).Text(nil); !bytes.Equal(again, got) {
+				t.Errorf("rendering depends on input order:\n%s", lineDiff(string(got), string(again)))
+			}
+		})
+	}
+}
+
+// lineDiff is a small line diff: lines only in want (-) and only in got (+).
+func lineDiff(want, got string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(got, "\n") {
+		count[l]++
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if count[l] > 0 {
+			count[l]--
+			continue
+		}
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if count[l] > 0 {
+			count[l]--
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	if b.Len() == 0 {
+		return "(same lines, different order)"
+	}
+	return b.String()
+}
+
+func newTracer(t *testing.T, text []byte, o Options) *tracer {
+	t.Helper()
+	tables, err := parseRestore(text)
+	if err != nil {
+		t.Fatalf("parse rendered rules: %v", err)
+	}
+	tr := &tracer{tables: tables, local: map[netip.Addr]bool{}}
+	for _, a := range o.NodeIPs {
+		tr.local[a] = true
+	}
+	if err := tr.checkJumps(); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// toService traces p as the host's OUTPUT path or a pod's FORWARD path does.
+func toService(tr *tracer, p packet) ([]outcome, error) {
+	return tr.trace(p, ChainServices, ChainGuard, ChainServices)
+}
+
+// toNode traces p arriving at the node for itself (NodePorts: INPUT path).
+func toNode(tr *tracer, p packet) ([]outcome, error) {
+	return tr.trace(p, ChainServices, ChainExternalServices)
+}
+
+func randomModel(r *rand.Rand) Model {
+	var m Model
+	n := 1 + r.IntN(12)
+	nodePort := int32(30000)
+	for i := range n {
+		s := Service{Namespace: fmt.Sprintf("ns%d", r.IntN(3)), Name: fmt.Sprintf("svc%d", i)}
+		if r.IntN(8) != 0 {
+			s.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i / 200), byte(1 + i%200)})}
+		}
+		if r.IntN(3) == 0 {
+			s.AffinityTimeoutSeconds = int32(1 + r.IntN(10800))
+		}
+		np := 1 + r.IntN(3)
+		for j := range np {
+			p := Port{Protocol: []string{"TCP", "UDP", "SCTP"}[r.IntN(3)], Port: int32(80 + j)}
+			if np > 1 {
+				p.Name = fmt.Sprintf("p%d", j)
+			}
+			if r.IntN(3) == 0 && len(s.ClusterIPs) > 0 {
+				nodePort++
+				p.NodePort = nodePort
+			}
+			for range r.IntN(6) {
+				e := Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(r.IntN(4)), byte(1 + r.IntN(20))}), Port: int32(8000 + r.IntN(3))}
+				switch r.IntN(4) {
+				case 0, 1:
+					e.Ready, e.Serving = true, true
+				case 2:
+					e.Serving, e.Terminating = r.IntN(2) == 0, true
+				}
+				p.Endpoints = append(p.Endpoints, e)
+			}
+			s.Ports = append(s.Ports, p)
+		}
+		m.Services = append(m.Services, s)
+	}
+	return m
+}
+
+// wantEndpoints is the usable-endpoint rule written independently of
+// UsableEndpoints: ready ones, else serving+terminating ones; deduplicated.
+func wantEndpoints(eps []Endpoint) map[netip.AddrPort]bool {
+	out := map[netip.AddrPort]bool{}
+	for _, e := range eps {
+		if e.Ready {
+			out[netip.AddrPortFrom(e.IP, uint16(e.Port))] = true
+		}
+	}
+	if len(out) == 0 {
+		for _, e := range eps {
+			if e.Serving && e.Terminating {
+				out[netip.AddrPortFrom(e.IP, uint16(e.Port))] = true
+			}
+		}
+	}
+	return out
+}
+
+func TestTraceRandomModels(t *testing.T) {
+	const mark = 0x4000
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 42))
+		m := randomModel(r)
+		text := Render(m, testOptions).Text(nil)
+		tr := newTracer(t, text, testOptions)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("seed %d: "+format+"\nrules:\n%s", append([]any{seed}, append(args, text)...)...)
+		}
+		for _, s := range m.Services {
+			for _, p := range s.Ports {
+				want := wantEndpoints(p.Endpoints)
+				proto := strings.ToLower(p.Protocol)
+				for _, cip := range s.ClusterIPs {
+					for _, src := range []netip.Addr{ip("10.244.0.99"), ip("192.168.1.10")} {
+						outs, err := toService(tr, packet{src: src, dst: cip, proto: proto, dport: int(p.Port)})
+						if err != nil {
+							fail("%s/%s:%d from %s: %v", s.Namespace, s.Name, p.Port, src, err)
+						}
+						checkOutcomes(t, fail, outs, want, !testOptions.ClusterCIDR.Contains(src), mark)
+					}
+					// Hairpin: an endpoint reaching its own service is masqueraded
+					// when it lands on itself.
+					for ep := range want {
+						outs, err := toService(tr, packet{src: ep.Addr(), dst: cip, proto: proto, dport: int(p.Port)})
+						if err != nil {
+							fail("hairpin: %v", err)
+						}
+						for _, o := range outs {
+							if o.to.Addr() == ep.Addr() && o.mark&mark == 0 {
+								fail("hairpin to %s not masqueraded: %+v", ep, o)
+							}
+						}
+					}
+				}
+				if p.NodePort > 0 && len(s.ClusterIPs) > 0 {
+					outs, err := toNode(tr, packet{src: ip("192.168.1.77"), dst: ip("192.168.1.10"), proto: proto, dport: int(p.NodePort)})
+					if err != nil {
+						fail("nodeport %d: %v", p.NodePort, err)
+					}
+					checkOutcomes(t, fail, outs, want, true, mark)
+				}
+			}
+		}
+		// An address of the service CIDR that no Service has is rejected
+		// locally, never routed out.
+		for _, proto := range []string{"tcp", "udp"} {
+			outs, err := toService(tr, packet{src: ip("192.168.1.10"), dst: ip("10.111.222.33"), proto: proto, dport: 80})
+			if err != nil {
+				fail("unknown clusterIP: %v", err)
+			}
+			for _, o := range outs {
+				if o.verdict != "REJECT" {
+					fail("unknown ClusterIP %s: %+v, want REJECT", proto, o)
+				}
+				if proto == "tcp" && o.reject != "tcp-reset" {
+					fail("unknown ClusterIP tcp rejected with %s", o.reject)
+				}
+			}
+		}
+	}
+}
+
+// checkOutcomes asserts that the outcomes of a packet to a service port are
+// exactly its usable endpoints, each with its fair share, masqueraded as
+// wanted — or one REJECT when it has none.
+func checkOutcomes(t *testing.T, fail func(string, ...any), outs []outcome, want map[netip.AddrPort]bool, masq bool, mark uint32) {
+	t.Helper()
+	if len(want) == 0 {
+		if len(outs) != 1 || outs[0].verdict != "REJECT" {
+			fail("no endpoints: outcomes %+v, want one REJECT", outs)
+		}
+		return
+	}
+	share := map[netip.AddrPort]float64{}
+	for _, o := range outs {
+		if o.weight == 0 {
+			// The affinity path (-m recent --rcheck hit) must still land on a
+			// usable endpoint.
+			if o.verdict != "DNAT" || !want[o.to] {
+				fail("affinity path ends in %+v", o)
+			}
+			continue
+		}
+		if o.verdict != "DNAT" || !want[o.to] {
+			fail("outcome %+v (path %v) is not one of the endpoints %v", o, o.path, want)
+		}
+		if masq && o.mark&mark == 0 {
+			fail("traffic from outside the pod CIDR not marked for masquerade: %+v", o)
+		}
+		share[o.to] += o.weight
+	}
+	for ep := range want {
+		if math.Abs(share[ep]-1/float64(len(want))) > 1e-6 {
+			fail("endpoint %s gets %.6f of the traffic, want 1/%d (all: %v)", ep, share[ep], len(want), share)
+		}
+	}
+}
+
+func TestGuardRejectsUnroutedPodCIDR(t *testing.T) {
+	o := testOptions
+	o.RejectUnroutedPodCIDR = true
+	o.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")}
+	m := Model{Services: []Service{{Namespace: "default", Name: "web", ClusterIPs: []netip.Addr{ip("10.96.0.10")},
+		Ports: []Port{{Protocol: "TCP", Port: 80, Endpoints: []Endpoint{ready("10.244.1.5", 8080), ready("10.244.7.5", 8080)}}}}}}
+	tr := newTracer(t, Render(m, o).Text(nil), o)
+	outs, err := toService(tr, packet{src: ip("10.244.1.3"), dst: ip("10.96.0.10"), proto: "tcp", dport: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, out := range outs {
+		got[fmt.Sprintf("%s %s", out.verdict, out.to)] = true
+	}
+	// The endpoint on the routed /24 is reached; the one on an unrouted
+	// (simulated) node is rejected locally after the DNAT.
+	if !got["DNAT 10.244.1.5:8080"] || !got["REJECT 10.244.7.5:8080"] || len(got) != 2 {
+		t.Errorf("outcomes %v", got)
+	}
+	for _, dst := range []string{"10.244.9.9", "10.244.7.5"} {
+		outs, err := toService(tr, packet{src: ip("10.244.1.3"), dst: ip(dst), proto: "udp", dport: 53})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(outs) != 1 || outs[0].verdict != "REJECT" {
+			t.Errorf("to unrouted pod %s: %+v, want REJECT", dst, outs)
+		}
+	}
+	outs, err = toService(tr, packet{src: ip("10.244.1.3"), dst: ip("10.244.1.9"), proto: "udp", dport: 53})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 || outs[0].verdict != "" {
+		t.Errorf("to routed pod: %+v, want untouched", outs)
+	}
+}
+
+func TestUpdateEqualsFullText(t *testing.T) {
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		a, b := randomModel(r), randomModel(r)
+		prev, next := Render(a, testOptions), Render(b, testOptions)
+		// Apply prev's full text, then the partial update, to a simulated host.
+		host, err := parseRestore(prev.Text(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		upd := Update(prev, next)
+		if upd == nil {
+			if !bytes.Equal(prev.Text(nil), next.Text(nil)) {
+				t.Fatalf("seed %d: Update says unchanged but texts differ", seed)
+			}
+			continue
+		}
+		if err := applyNoflush(host, upd); err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, upd)
+		}
+		want, err := parseRestore(next.Text(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diffTables(host, want); d != "" {
+			t.Fatalf("seed %d: after the partial update the host differs from the full text: %s", seed, d)
+		}
+	}
+	if Update(Render(goldenCases()["nodeport"], testOptions), Render(goldenCases()["nodeport"], testOptions)) != nil {
+		t.Error("Update of equal rulesets is not nil")
+	}
+}
+
+// applyNoflush applies restore text with --noflush semantics to host.
+func applyNoflush(host map[string]map[string][][]string, text []byte) error {
+	upd, err := parseRestoreOps(text)
+	if err != nil {
+		return err
+	}
+	for _, op := range upd {
+		chains := host[op.table]
+		if chains == nil {
+			chains = map[string][][]string{}
+			host[op.table] = chains
+		}
+		switch op.kind {
+		case ':':
+			chains[op.chain] = nil
+		case 'A':
+			chains[op.chain] = append(chains[op.chain], op.rule)
+		case 'X':
+			for cn, rules := range chains {
+				for _, r := range rules {
+					for i := range r {
+						if r[i] == "-j" && i+1 < len(r) && r[i+1] == op.chain {
+							return fmt.Errorf("-X %s while %s still jumps to it", op.chain, cn)
+						}
+					}
+				}
+			}
+			delete(chains, op.chain)
+		}
+	}
+	return nil
+}
+
+type restoreOp struct {
+	table, chain string
+	kind         byte
+	rule         []string
+}
+
+func parseRestoreOps(text []byte) ([]restoreOp, error) {
+	var ops []restoreOp
+	table := ""
+	for _, line := range strings.Split(string(text), "\n") {
+		switch {
+		case line == "" || line == "COMMIT":
+		case strings.HasPrefix(line, "*"):
+			table = line[1:]
+		case strings.HasPrefix(line, ":"):
+			name, _, _ := strings.Cut(line[1:], " ")
+			ops = append(ops, restoreOp{table: table, chain: name, kind: ':'})
+		case strings.HasPrefix(line, "-X "):
+			ops = append(ops, restoreOp{table: table, chain: line[3:], kind: 'X'})
+		case strings.HasPrefix(line, "-A "):
+			toks, err := tokenize(line)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, restoreOp{table: table, chain: toks[1], kind: 'A', rule: toks[2:]})
+		default:
+			return nil, fmt.Errorf("unexpected line %q", line)
+		}
+	}
+	// iptables-restore applies a table's -X after its rules: order is as written.
+	return ops, nil
+}
+
+func diffTables(got, want map[string]map[string][][]string) string {
+	for tn, chains := range want {
+		for cn, rules := range chains {
+			g, ok := got[tn][cn]
+			if !ok {
+				return fmt.Sprintf("%s %s missing", tn, cn)
+			}
+			if fmt.Sprint(g) != fmt.Sprint(rules) {
+				return fmt.Sprintf("%s %s: got %v, want %v", tn, cn, g, rules)
+			}
+		}
+	}
+	for tn, chains := range got {
+		for cn := range chains {
+			if _, ok := want[tn][cn]; !ok {
+				return fmt.Sprintf("%s %s left over", tn, cn)
+			}
+		}
+	}
+	return ""
+}
+
+func TestStaleAndCleanup(t *testing.T) {
+	saved := []byte(`# Generated by iptables-save
+*nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-AAAAAAAAAAAAAAAA - [0:0]
+:KUBE-SEP-BBBBBBBBBBBBBBBB - [0:0]
+:CNI-1234 - [0:0]
+-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A POSTROUTING -s 10.88.0.0/16 -j CNI-1234
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -j KUBE-SVC-AAAAAAAAAAAAAAAA
+-A KUBE-SVC-AAAAAAAAAAAAAAAA -j KUBE-SEP-BBBBBBBBBBBBBBBB
+COMMIT
+*filter
+:INPUT ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:KUBE-SERVICE-CIDR-GUARD - [0:0]
+-A OUTPUT -m comment --comment "kubette service CIDR guard" -j KUBE-SERVICE-CIDR-GUARD
+COMMIT
+`)
+	stale := StaleChains(saved, Render(Model{}, testOptions))
+	if fmt.Sprint(stale) != "map[nat:[KUBE-SVC-AAAAAAAAAAAAAAAA KUBE-SEP-BBBBBBBBBBBBBBBB]]" {
+		t.Errorf("StaleChains = %v", stale)
+	}
+	want := `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-AAAAAAAAAAAAAAAA - [0:0]
+:KUBE-SEP-BBBBBBBBBBBBBBBB - [0:0]
+-D PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-X KUBE-SERVICES
+-X KUBE-SVC-AAAAAAAAAAAAAAAA
+-X KUBE-SEP-BBBBBBBBBBBBBBBB
+COMMIT
+*filter
+:KUBE-SERVICE-CIDR-GUARD - [0:0]
+-D OUTPUT -m comment --comment "kubette service CIDR guard" -j KUBE-SERVICE-CIDR-GUARD
+-X KUBE-SERVICE-CIDR-GUARD
+COMMIT
+`
+	if got := string(CleanupText(saved)); got != want {
+		t.Errorf("CleanupText:\n%s\nwant:\n%s", got, want)
+	}
+	if CleanupText([]byte("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n")) != nil {
+		t.Error("CleanupText of a clean host is not nil")
+	}
+}

@@ -82,13 +82,16 @@ func (s *Server) refresh(ctx context.Context, c *container) observed {
 // setFinal records how c ended unless that is already known, and returns what is recorded.
 func (s *Server) setFinal(c *container, f *finalStatus) *finalStatus {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if c.meta.Final != nil {
-		return c.meta.Final
+		f = c.meta.Final
+		s.mu.Unlock()
+		return f
 	}
 	c.meta.Final = f
-	if err := s.saveContainer(c.meta); err != nil {
-		s.log.Warn("cannot record a container's exit", "id", c.meta.ID, "err", err)
+	id := c.meta.ID
+	s.mu.Unlock()
+	if err := s.persistContainer(c); err != nil {
+		s.log.Warn("cannot record a container's exit", "id", id, "err", err)
 	}
 	return f
 }
@@ -267,7 +270,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	c.meta.Started = true
 	m := c.meta
 	s.mu.Unlock()
-	if err := s.saveContainer(m); err != nil {
+	if err := s.persistContainer(c); err != nil {
 		return nil, err
 	}
 	if err := s.cfg.Containers.Start(ctx, m.ID); err != nil {
@@ -417,16 +420,19 @@ func (s *Server) removeContainer(ctx context.Context, c *container) error {
 		return fmt.Errorf("failed to unmount the rootfs of container %s: %w", id, err)
 	}
 	// Forget the record first: a crash between here and RemoveAll leaves a directory
-	// without meta.json, which load ignores.
+	// without meta.json, which load ignores. saveMu keeps a concurrent exit record from
+	// writing meta.json again in between.
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
 	if err := os.Remove(filepath.Join(dir, "meta.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to remove container %s: %w", id, err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("failed to remove the directory of container %s: %w", id, err)
 	}
 	s.mu.Lock()
 	delete(s.ctrs, id)
 	s.mu.Unlock()
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("failed to remove the directory of container %s: %w", id, err)
+	}
 	s.log.Info("container removed", "id", id)
 	return nil
 }

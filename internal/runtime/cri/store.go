@@ -38,9 +38,10 @@ type sandboxMeta struct {
 // container is a container's record. Its fields are guarded by Server.mu; op serialises the
 // container's lifecycle operations (start, stop, remove, update).
 type container struct {
-	op   sync.Mutex
-	meta containerMeta
-	cfg  *runtimeapi.ContainerConfig // replaced, never mutated, by UpdateContainerResources
+	op     sync.Mutex
+	saveMu sync.Mutex // serialises writes of meta.json, each of the record as it is then
+	meta   containerMeta
+	cfg    *runtimeapi.ContainerConfig // replaced, never mutated, by UpdateContainerResources
 }
 
 // containerMeta is a container's meta.json.
@@ -116,9 +117,20 @@ func (s *Server) saveSandbox(m sandboxMeta) error {
 	return writeJSON(filepath.Join(s.sandboxDir(m.ID), "meta.json"), m)
 }
 
-// saveContainer writes the container's meta.json.
+// saveContainer writes the meta.json of a container no other goroutine knows yet.
 func (s *Server) saveContainer(m containerMeta) error {
 	return writeJSON(filepath.Join(s.containerDir(m.ID), "meta.json"), m)
+}
+
+// persistContainer writes c's meta.json as the record is now; the caller does not hold s.mu.
+// Writes of one container are serialised, so the file never goes back to an older record.
+func (s *Server) persistContainer(c *container) error {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	s.mu.Lock()
+	m := c.meta
+	s.mu.Unlock()
+	return s.saveContainer(m)
 }
 
 // load reads every meta.json and reconciles the containers with the low-level runtime.

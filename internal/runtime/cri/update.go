@@ -46,9 +46,11 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 	if err == nil {
 		c.cfg = cfg
 		c.meta.Config = raw
-		err = s.saveContainer(c.meta)
 	}
 	s.mu.Unlock()
+	if err == nil {
+		err = s.persistContainer(c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("record the resources of container %s: %w", c.meta.ID, err)
 	}

@@ -14,11 +14,15 @@ import (
 )
 
 // Serve serves srv's RuntimeService and ImageService on a unix socket (mode 0600; a stale
-// socket file is removed first) until ctx ends, then stops gracefully, cutting off after
+// socket file is removed first, a live one is an error) until ctx ends, then stops gracefully, cutting off after
 // a few seconds RPCs that do not finish.
 func Serve(ctx context.Context, socketPath string, srv *Server) error {
 	if err := os.MkdirAll(filepath.Dir(socketPath), 0o711); err != nil {
 		return fmt.Errorf("cri: create socket directory: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", socketPath, time.Second); err == nil {
+		_ = c.Close()
+		return fmt.Errorf("cri: another process serves %s", socketPath)
 	}
 	if err := os.Remove(socketPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cri: remove stale socket: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ func TestServeOverUnixSocket(t *testing.T) {
 	}
 	_, err = rs.Exec(cctx, &runtimeapi.ExecRequest{})
 	wantCode(t, err, codes.Unimplemented)
+	if err := Serve(sctx, sock, e.srv); err == nil || !strings.Contains(err.Error(), "another process serves") {
+		t.Errorf("a second Serve on a live socket: %v", err)
+	}
 
 	cancel()
 	if err := <-done; err != nil {

@@ -118,7 +118,10 @@ func New(cfg Config) *Manager {
 // by Update before or during Run are owned by it.
 func (m *Manager) Run(ctx context.Context) {
 	<-ctx.Done()
+	// Under mu, so that no Update starts a worker (wg.Add) once Wait may run.
+	m.mu.Lock()
 	m.cancel()
+	m.mu.Unlock()
 	m.wg.Wait()
 }
 
@@ -306,6 +309,9 @@ func (m *Manager) Remove(uid types.UID) {
 
 // startLocked starts the worker of a probe for a container instance.
 func (m *Manager) startLocked(key probeKey, c *v1.Container, p *v1.Probe, rc runningContainer) {
+	if m.ctx.Err() != nil {
+		return // Run has ended: no more workers
+	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	st := &probeState{
 		containerID: rc.id,

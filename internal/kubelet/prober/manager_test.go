@@ -139,7 +139,7 @@ func closed(ch chan struct{}) bool {
 
 func TestReadinessHTTP(t *testing.T) {
 	var code atomic.Int32
-	code.Store(200)
+	code.Store(503)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(int(code.Load())) }))
 	t.Cleanup(srv.Close)
 	_, port := hostPort(t, srv.URL)
@@ -156,6 +156,11 @@ func TestReadinessHTTP(t *testing.T) {
 	if f.m.Ready(pod.UID, "web") {
 		t.Fatal("readiness must start false")
 	}
+	eventually(t, "a failed readiness probe", func() bool { return f.rec.has("Readiness probe failed: HTTP probe failed with statuscode: 503") })
+	if f.m.Ready(pod.UID, "web") {
+		t.Fatal("ready while failing")
+	}
+	code.Store(200)
 	waitResult(t, f.m, kubelet.ProbeResult{UID: "uid", Container: "web", ContainerID: "id1", Kind: kubelet.ProbeReadiness, Success: true})
 	if !f.m.Ready(pod.UID, "web") || !f.m.Started(pod.UID, "web") {
 		t.Fatal("not ready after success")
@@ -317,6 +322,13 @@ func TestRemoveAndRunStopEveryWorker(t *testing.T) {
 		if !closed(ch) {
 			t.Fatal("a worker outlived Run")
 		}
+	}
+	// After Run, Update starts nothing.
+	late := probePod(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 3)})
+	late.UID = "late"
+	f.m.Update(late, runningStatus("app", "late", time.Now()))
+	if len(workersOf(f.m, late.UID)) != 0 {
+		t.Fatal("a worker started after Run returned")
 	}
 }
 

@@ -60,7 +60,7 @@ func (k *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	k.event(pod, fp, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	start := k.clock.Now()
-	ref, err = k.cfg.Images.PullImage(ctx, spec, nil, sbConfig)
+	ref, err = k.pull(ctx, pod, spec, sbConfig)
 	if err != nil {
 		k.pullBackoff.Next(key, k.clock.Now())
 		k.event(pod, fp, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %s", c.Image, criMessage(err)))
@@ -75,4 +75,21 @@ func (k *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	k.event(pod, fp, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, size))
 	return ref, "", ""
+}
+
+// pull pulls with each matching pull secret's credentials in turn (anonymously when none
+// match) and returns the first success or the last error.
+func (k *Kubelet) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	auths := k.pullAuths(ctx, pod, spec.Image)
+	if len(auths) == 0 {
+		return k.cfg.Images.PullImage(ctx, spec, nil, sbConfig)
+	}
+	var err error
+	for _, a := range auths {
+		var ref string
+		if ref, err = k.cfg.Images.PullImage(ctx, spec, a, sbConfig); err == nil {
+			return ref, nil
+		}
+	}
+	return "", err
 }

@@ -126,6 +126,9 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 				}
 			}
 		}
+		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+			return fmt.Errorf("pod log directory: %w", err)
+		}
 		id, err := k.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
 		if err != nil {
 			k.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+criMessage(err))
@@ -165,6 +168,23 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 			}
 		}
 	}
+	// Once the app containers started, sidecars no longer hold anything up.
+	appsStarted := false
+	for _, c := range pod.Spec.Containers {
+		appsStarted = appsStarted || inSandbox(c.Name) != nil
+	}
+	if initDone && appsDone(pod, inSandbox) {
+		// Nothing will run again: the sidecars stop too, and the pod completes.
+		var sidecars []*containerState
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+				if inst := inSandbox(c.Name); inst != nil && inst.running() {
+					sidecars = append(sidecars, inst)
+				}
+			}
+		}
+		return k.killContainers(ctx, pod, sidecars, gracePeriod(pod), "")
+	}
 	var errs []error
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -172,7 +192,7 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		if isSidecar(c) {
 			blocked, err := k.syncSidecar(ctx, w, pod, sb, rt, c, inst)
 			errs = append(errs, err)
-			if blocked && !initDone {
+			if blocked && !appsStarted {
 				return errors.Join(errs...)
 			}
 			continue
@@ -238,6 +258,20 @@ func (k *Kubelet) syncSidecar(ctx context.Context, w *podWorker, pod *v1.Pod, sb
 	default:
 		return true, k.restartContainer(ctx, w, pod, sb, rt, c, inst)
 	}
+}
+
+// appsDone tells whether every app container exited and the restart policy restarts none.
+func appsDone(pod *v1.Pod, inSandbox func(string) *containerState) bool {
+	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
+		return false
+	}
+	for _, c := range pod.Spec.Containers {
+		inst := inSandbox(c.Name)
+		if inst == nil || !inst.exited() || shouldRestart(pod.Spec.RestartPolicy, inst) {
+			return false
+		}
+	}
+	return true
 }
 
 // allSucceeded tells whether every app container's newest instance exited 0.
@@ -349,6 +383,9 @@ func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod,
 		}
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: hostPath})
 	}
+	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
+		return fail(reasonCreateContainerError, fmt.Errorf("container log directory: %w", err))
+	}
 	cfg := containerConfig(pod, c, restartCount, imageRef, env, mounts, memCap)
 	id, err := k.cfg.Runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
@@ -381,10 +418,12 @@ func (k *Kubelet) terminationLogFile(pod *v1.Pod, c *v1.Container, restartCount 
 	return p, nil
 }
 
-// criMessage is the message of a CRI error, without the gRPC decoration.
+// criMessage is the message of a CRI error, without the gRPC decoration or the client's
+// context.
 func criMessage(err error) string {
-	if s, ok := status.FromError(err); ok {
-		return s.Message()
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &gs) && gs.GRPCStatus() != nil {
+		return gs.GRPCStatus().Message()
 	}
 	return err.Error()
 }
@@ -486,7 +525,7 @@ func (k *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, r
 	if err := k.removePod(ctx, rt); err != nil {
 		return err
 	}
-	if err := k.releasePod(ctx, pod.UID); err != nil {
+	if err := k.releasePod(ctx, pod.UID, podLogDir(k.cfg.LogDir, pod)); err != nil {
 		return err
 	}
 	uid := pod.UID
@@ -500,9 +539,9 @@ func (k *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, r
 	return nil
 }
 
-// releasePod drops what the node keeps for a pod beyond the runtime: volumes, probes,
-// back-off entries and the pod directory.
-func (k *Kubelet) releasePod(ctx context.Context, uid types.UID) error {
+// releasePod drops what the node keeps for a removed pod beyond the runtime: probes,
+// volumes, termination message files, the pod directory once empty, and the pod's logs.
+func (k *Kubelet) releasePod(ctx context.Context, uid types.UID, logDir string) error {
 	if k.cfg.Probes != nil {
 		k.cfg.Probes.Remove(uid)
 	}
@@ -511,8 +550,17 @@ func (k *Kubelet) releasePod(ctx context.Context, uid types.UID) error {
 			return fmt.Errorf("tear down volumes of pod %s: %w", uid, err)
 		}
 	}
-	if err := os.RemoveAll(filepath.Join(k.cfg.RootDir, "pods", string(uid), "containers")); err != nil {
+	podDir := filepath.Join(k.cfg.RootDir, "pods", string(uid))
+	if err := os.RemoveAll(filepath.Join(podDir, "containers")); err != nil {
 		return fmt.Errorf("remove pod dir: %w", err)
+	}
+	// Never recursive here: whatever the volume manager left (a mount) is not ours to delete.
+	os.Remove(filepath.Join(podDir, "volumes"))
+	os.Remove(podDir)
+	if logDir != "" {
+		if err := os.RemoveAll(logDir); err != nil {
+			return fmt.Errorf("remove pod logs: %w", err)
+		}
 	}
 	return nil
 }
@@ -544,7 +592,13 @@ func (k *Kubelet) cleanupOrphan(ctx context.Context, w *podWorker, rt *podRuntim
 	if err := k.removePod(ctx, rt); err != nil {
 		return false, err
 	}
-	if err := k.releasePod(ctx, w.uid); err != nil {
+	logDir := ""
+	for _, c := range rt.containers {
+		if ns, name := c.status.Labels[labelPodNamespace], c.status.Labels[labelPodName]; ns != "" && name != "" {
+			logDir = filepath.Join(k.cfg.LogDir, fmt.Sprintf("%s_%s_%s", ns, name, w.uid))
+		}
+	}
+	if err := k.releasePod(ctx, w.uid, logDir); err != nil {
 		return false, err
 	}
 	return true, nil

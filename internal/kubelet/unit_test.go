@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -771,5 +772,87 @@ func TestTailCRILog(t *testing.T) {
 		"2026-01-01T00:00:00Z stdout F one\n2026-01-01T00:00:00Z stderr P tw\n2026-01-01T00:00:00Z stderr F o\n2026-01-01T00:00:00Z stdout F three\n")
 	if got := tailCRILog(path, 2, 100); got != "two\nthree\n" {
 		t.Errorf("tail = %q", got)
+	}
+}
+
+func TestPullSecrets(t *testing.T) {
+	cfgJSON := `{"auths":{"https://index.docker.io/v1/":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("hub:pw")) + `"},` +
+		`"localhost:5000":{"username":"u","password":"p"},"localhost:5000/team":{"username":"team","password":"tp"}}}`
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "reg", Namespace: "default"}, Type: v1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(cfgJSON)}}
+	h := newHarness(t, sec)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: v1.PodSpec{
+		ImagePullSecrets: []v1.LocalObjectReference{{Name: "reg"}, {Name: "missing"}},
+	}}
+	users := func(image string) string {
+		var u []string
+		for _, a := range h.k.pullAuths(context.Background(), pod, image) {
+			u = append(u, a.Username+":"+a.Password)
+		}
+		return strings.Join(u, ",")
+	}
+	for image, want := range map[string]string{
+		"busybox":                          "hub:pw",
+		"docker.io/library/busybox:1":      "hub:pw",
+		"localhost:5000/app:v1":            "u:p",
+		"localhost:5000/team/app@sha256:1": "team:tp,u:p",
+		"localhost:5001/app":               "",
+		"quay.io/x/y":                      "",
+	} {
+		if got := users(image); got != want {
+			t.Errorf("%s: %q, want %q", image, got, want)
+		}
+	}
+}
+
+func TestSandboxRecreatedWhenItDies(t *testing.T) {
+	h := newHarness(t)
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("a", "img")}}})
+	h.sync(pod)
+	first := h.container(pod, "a")
+	h.rt.Lock()
+	h.rt.Sandboxes[first.SandboxID].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	h.rt.Unlock()
+	p := h.sync(pod)
+	c := h.container(pod, "a")
+	if c.SandboxID == first.SandboxID || c.Metadata.Attempt != 1 || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("after the sandbox died: container %s attempt %d in %s", c.Id, c.Metadata.Attempt, c.SandboxID)
+	}
+	h.rt.Lock()
+	attempt := h.rt.Sandboxes[c.SandboxID].Metadata.Attempt
+	h.rt.Unlock()
+	if attempt != 1 || p.Status.ContainerStatuses[0].RestartCount != 1 {
+		t.Errorf("sandbox attempt %d, restart count %d", attempt, p.Status.ContainerStatuses[0].RestartCount)
+	}
+}
+
+func TestSidecarsStopWhenTheAppsComplete(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	h := newHarness(t)
+	side := containerNamed("side", "img")
+	side.RestartPolicy = &always
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{
+		RestartPolicy:  v1.RestartPolicyNever,
+		InitContainers: []v1.Container{side},
+		Containers:     []v1.Container{containerNamed("a", "img")},
+	}})
+	h.sync(pod)
+	if h.container(pod, "side") == nil || h.container(pod, "a") != nil {
+		t.Fatal("the sidecar starts first, alone")
+	}
+	p := h.sync(pod)
+	if h.container(pod, "a") == nil || p.Status.Phase != v1.PodRunning {
+		t.Fatalf("the app starts once the sidecar started; phase %s", p.Status.Phase)
+	}
+	// A sidecar that exits is restarted even under restartPolicy Never.
+	h.exit(h.container(pod, "side"), 1)
+	h.sync(pod)
+	if h.container(pod, "side").Metadata.Attempt != 1 {
+		t.Fatal("sidecar not restarted")
+	}
+	h.exit(h.container(pod, "a"), 0)
+	p = h.sync(pod)
+	if h.container(pod, "side").State != runtimeapi.ContainerState_CONTAINER_EXITED || p.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("sidecar %s, phase %s", h.container(pod, "side").State, p.Status.Phase)
 	}
 }

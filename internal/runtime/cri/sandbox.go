@@ -305,8 +305,9 @@ func (s *Server) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandbo
 		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
 			Options: cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()}},
 	}
+	// As containerd: no IP for host-network pods or once the network is torn down.
+	st.Network = &runtimeapi.PodSandboxNetworkStatus{}
 	if !m.HostNet && m.Ready {
-		st.Network = &runtimeapi.PodSandboxNetworkStatus{}
 		for i, ip := range m.IPs {
 			if i == 0 {
 				st.Network.Ip = ip

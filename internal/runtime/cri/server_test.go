@@ -185,8 +185,8 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Error("no network teardown")
 	}
 	st, _ = e.srv.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
-	if st.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
-		t.Errorf("state after stop = %v", st.Status.State)
+	if st.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY || st.Status.Network.GetIp() != "" {
+		t.Errorf("status after stop = %v", st.Status)
 	}
 	for range 2 {
 		if _, err := e.srv.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
@@ -230,7 +230,7 @@ func TestHostNetworkSandbox(t *testing.T) {
 		t.Errorf("hostname = %q, want the host's", got)
 	}
 	st, _ := e.srv.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
-	if st.Status.Network != nil || st.Status.Linux.Namespaces.Options.Network != runtimeapi.NamespaceMode_NODE {
+	if st.Status.Network.GetIp() != "" || st.Status.Linux.Namespaces.Options.Network != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("status = %v", st.Status)
 	}
 	if _, err := e.srv.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {

@@ -837,3 +837,35 @@ func TestConcurrentRPCs(t *testing.T) {
 		t.Errorf("%d containers left", len(resp.Containers))
 	}
 }
+
+func TestRestartRemovesLeftovers(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	id := e.createContainer(sb, sbCfg, "app", nil)
+	// A crash in the middle of RemoveContainer: meta.json is gone, the rest is not.
+	dir := filepath.Join(e.cfg.Dir, "containers", id)
+	if err := os.Remove(filepath.Join(dir, "meta.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A crash in RunPodSandbox after the network was set up.
+	other, _ := e.runSandbox("other", nil)
+	sbDir := filepath.Join(e.cfg.Dir, "sandboxes", other)
+	if err := os.Remove(filepath.Join(sbDir, "meta.json")); err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	if _, err := os.Stat(sbDir); !os.IsNotExist(err) {
+		t.Errorf("leftover sandbox directory: %v", err)
+	}
+	if _, ok := e.net.pods[other]; ok {
+		t.Error("leftover sandbox network")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("leftover directory: %v", err)
+	}
+	if e.images.mountedCount() != 0 || len(e.ctrs.procs) != 0 {
+		t.Errorf("leftover mount or container: %d, %d", e.images.mountedCount(), len(e.ctrs.procs))
+	}
+	_, err := e.srv.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	wantCode(t, err, codes.NotFound)
+}

@@ -145,6 +145,11 @@ func (s *Server) load(ctx context.Context) error {
 		}
 		var m sandboxMeta
 		if err := readJSON(filepath.Join(s.sandboxDir(e.Name()), "meta.json"), &m); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// A RunPodSandbox or a removal that crashed half-way: finish removing it.
+				s.removeSandboxLeftover(ctx, e.Name())
+				continue
+			}
 			s.log.Warn("skipping sandbox without a readable meta.json", "id", e.Name(), "err", err)
 			continue
 		}
@@ -165,6 +170,11 @@ func (s *Server) load(ctx context.Context) error {
 		}
 		var m containerMeta
 		if err := readJSON(filepath.Join(s.containerDir(e.Name()), "meta.json"), &m); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// A create or a removal that crashed half-way: finish removing it.
+				s.removeLeftover(ctx, e.Name())
+				continue
+			}
 			s.log.Warn("skipping container without a readable meta.json", "id", e.Name(), "err", err)
 			continue
 		}
@@ -203,4 +213,33 @@ func readJSON(path string, v any) error {
 // marshalConfig encodes a CRI message for meta.json.
 func marshalConfig(m proto.Message) (json.RawMessage, error) {
 	return protojson.Marshal(m)
+}
+
+// removeLeftover removes what a crashed CreateContainer or RemoveContainer left of a
+// container that has no meta.json: the low-level container, the rootfs mount, the directory.
+func (s *Server) removeLeftover(ctx context.Context, id string) {
+	dir := s.containerDir(id)
+	err := errors.Join(s.cfg.Containers.Delete(ctx, id), s.cfg.Images.Unmount(dir))
+	if err == nil {
+		err = os.RemoveAll(dir)
+	}
+	if err != nil {
+		s.log.Warn("cannot remove the leftovers of a container", "id", id, "err", err)
+		return
+	}
+	s.log.Info("removed the leftovers of a container", "id", id)
+}
+
+// removeSandboxLeftover removes what a crashed RunPodSandbox or RemovePodSandbox left of a
+// sandbox that has no meta.json: its network and its directory.
+func (s *Server) removeSandboxLeftover(ctx context.Context, id string) {
+	err := s.cfg.Network.Teardown(ctx, id)
+	if err == nil {
+		err = os.RemoveAll(s.sandboxDir(id))
+	}
+	if err != nil {
+		s.log.Warn("cannot remove the leftovers of a pod sandbox", "id", id, "err", err)
+		return
+	}
+	s.log.Info("removed the leftovers of a pod sandbox", "id", id)
 }

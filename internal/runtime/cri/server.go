@@ -73,7 +73,9 @@ var (
 )
 
 // New validates cfg, fills defaults, loads the records under cfg.Dir and reconciles them
-// with the low-level runtime: running containers stay running, stopped ones become EXITED.
+// with the low-level runtime: running containers stay running, stopped ones become EXITED,
+// and what a crash left half-created or half-removed is removed. Only one Server may use a
+// directory at a time.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Dir == "" || cfg.Images == nil || cfg.Containers == nil || cfg.Network == nil || cfg.Spec == nil {
 		return nil, errors.New("cri: Dir, Images, Containers, Network and Spec are required")

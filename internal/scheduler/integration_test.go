@@ -252,10 +252,10 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 	startScheduler(t, env, scheduler.Options{})
 
 	createPod(t, c, newPod("huge", "2"))
-	// DefaultPreemption adds upstream's tail: the tainted node cannot be helped,
-	// the empty ones have nothing to preempt.
+	// DefaultPreemption adds upstream's tail: no node can be helped (the taint,
+	// and a request above the workers' allocatable, are unresolvable).
 	want := "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu." +
-		" preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.."
+		" preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
 	if msg := waitUnschedulable(t, c, "huge"); msg != want {
 		t.Fatalf("message %q\nwant    %q", msg, want)
 	}

@@ -23,18 +23,12 @@ func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
 		return fmt.Errorf("create emptyDir %s: %w", dir, err)
 	}
 	if src.Medium == v1.StorageMediumMemory {
-		mounted, err := isMountPoint(dir)
-		if err != nil {
-			return err
+		size := ""
+		if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
+			size = strconv.FormatInt(src.SizeLimit.Value(), 10)
 		}
-		if !mounted {
-			opts := "mode=0777"
-			if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
-				opts += ",size=" + strconv.FormatInt(src.SizeLimit.Value(), 10)
-			}
-			if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-				return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
-			}
+		if err := ensureTmpfs(dir, "0777", size); err != nil {
+			return err
 		}
 	}
 	mode := os.FileMode(0o777)
@@ -47,6 +41,26 @@ func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
 	// MkdirAll's mode is masked by the umask; an emptyDir is writable by every container user.
 	if err := os.Chmod(dir, mode); err != nil {
 		return fmt.Errorf("chmod emptyDir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ensureTmpfs creates dir and mounts a tmpfs on it (with the octal mode, and of size bytes
+// when set) unless one is there already.
+func ensureTmpfs(dir, mode, size string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	mounted, err := isMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	opts := "mode=" + mode
+	if size != "" {
+		opts += ",size=" + size
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil
 }

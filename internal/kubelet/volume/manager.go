@@ -2,7 +2,8 @@
 // configMap, secret, downwardAPI, projected and hostPath — below
 // RootDir/pods/<uid>/volumes/<plugin>/<name> with upstream's plugin directory names, turns a
 // container's volumeMounts into CRI mounts (subPath and subPathExpr included) and tears a pod's
-// volumes down again. It implements the kubelet's VolumeManager.
+// volumes down again. Secret and projected volumes live on a tmpfs of their own, as upstream,
+// so that secrets never reach the disk. It implements the kubelet's VolumeManager.
 package volume
 
 import (
@@ -36,14 +37,19 @@ type Config struct {
 	Client kubernetes.Interface
 	// Logger logs; nil discards.
 	Logger *slog.Logger
+	// SecretsOnDisk writes secret and projected volumes to disk instead of a tmpfs of their
+	// own (upstream keeps them in memory so that secrets never reach the disk). Only for
+	// tests that cannot mount.
+	SecretsOnDisk bool
 }
 
 // Manager sets up, mounts and tears down pod volumes. It keeps no state of its own beyond the
 // files on disk, so it picks up after a kubelet restart.
 type Manager struct {
-	root   string
-	client kubernetes.Interface
-	log    *slog.Logger
+	root          string
+	client        kubernetes.Interface
+	log           *slog.Logger
+	secretsOnDisk bool
 }
 
 // New returns a Manager. RootDir must be set; Client may be nil only for pods without
@@ -52,7 +58,7 @@ func New(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{root: filepath.Clean(cfg.RootDir), client: cfg.Client, log: cfg.Logger}
+	return &Manager{root: filepath.Clean(cfg.RootDir), client: cfg.Client, log: cfg.Logger, secretsOnDisk: cfg.SecretsOnDisk}
 }
 
 // podDir returns RootDir/pods/<uid>, refusing UIDs that are not a single path element.
@@ -132,6 +138,11 @@ func (m *Manager) writeVolume(ctx context.Context, pod *v1.Pod, name, plugin str
 	files, err := payload()
 	if err != nil {
 		return err
+	}
+	if (plugin == PluginSecret || plugin == PluginProjected) && !m.secretsOnDisk {
+		if err := ensureTmpfs(dir, "0755", ""); err != nil {
+			return err
+		}
 	}
 	if gid := fsGroup(pod); gid != nil {
 		// As upstream's volume ownership for read-only volumes: the fsGroup owns the files

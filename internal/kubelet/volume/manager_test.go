@@ -37,7 +37,7 @@ func newManager(t *testing.T, objs ...runtime.Object) (*Manager, *fake.Clientset
 	t.Helper()
 	root := t.TempDir()
 	cs := fake.NewClientset(objs...)
-	return New(Config{RootDir: root, Client: cs}), cs, root
+	return New(Config{RootDir: root, Client: cs, SecretsOnDisk: true}), cs, root
 }
 
 // visible reads a volume's user-visible files.

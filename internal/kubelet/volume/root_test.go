@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubette/kubette/internal/testenv/needs"
 )
@@ -166,5 +167,54 @@ func TestFSGroupOwnership(t *testing.T) {
 	}
 	if err := m.TearDown(ctx, pod.UID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSecretVolumesOnTmpfs(t *testing.T) {
+	needs.Root(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	mountCleanup(t, root)
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"key": []byte("v1")}}
+	cs := fake.NewClientset(sec)
+	m := New(Config{RootDir: root, Client: cs})
+	pod := testPod(
+		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}},
+		v1.Volume{Name: "proj", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "s"}}}}}}},
+	)
+	if err := m.Setup(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["key"] = []byte("v2")
+	if _, err := cs.CoreV1().Secrets("ns").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Setup(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{
+		filepath.Join(root, "pods/uid-1/volumes", PluginSecret, "sec"),
+		filepath.Join(root, "pods/uid-1/volumes", PluginProjected, "proj"),
+	} {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Type != unix.TMPFS_MAGIC {
+			t.Errorf("%s is not on tmpfs", dir)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "key")); err != nil || string(b) != "v2" {
+			t.Errorf("%s/key = %q %v", dir, b, err)
+		}
+	}
+	if mps, _ := mountPointsUnder(root); len(mps) != 2 {
+		t.Errorf("mounts after two Setups: %v", mps)
+	}
+	if err := m.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if mps, _ := mountPointsUnder(root); len(mps) != 0 {
+		t.Fatalf("mounts left: %v", mps)
 	}
 }

@@ -50,7 +50,13 @@ type Resource struct {
 	New, NewList func() runtime.Object
 	// Fields returns the selectable fields of an object beyond metadata.name and metadata.namespace.
 	Fields func(obj runtime.Object) fields.Set
+
+	// shape caches what reflection says about the kind (set by NewTable).
+	shape *shape
 }
+
+// shape is whether a kind has a spec and a status.
+type shape struct{ spec, status bool }
 
 // GroupResource returns the resource's group and plural name.
 func (r *Resource) GroupResource() schema.GroupResource {
@@ -127,10 +133,20 @@ func (r *Resource) SupportsField(field string) bool {
 }
 
 // HasSpec reports whether the kind has a spec field (its generation tracks spec changes).
-func (r *Resource) HasSpec() bool { return hasField(r.New(), "Spec") }
+func (r *Resource) HasSpec() bool {
+	if r.shape != nil {
+		return r.shape.spec
+	}
+	return hasField(r.New(), "Spec")
+}
 
 // HasStatus reports whether the kind has a status field.
-func (r *Resource) HasStatus() bool { return hasField(r.New(), "Status") }
+func (r *Resource) HasStatus() bool {
+	if r.shape != nil {
+		return r.shape.status
+	}
+	return hasField(r.New(), "Status")
+}
 
 // SpecChanged reports whether the spec of obj differs from that of old.
 func SpecChanged(obj, old runtime.Object) bool {
@@ -190,6 +206,10 @@ type Table struct {
 func NewTable(resources []*Resource) *Table {
 	t := &Table{all: resources, byPath: map[string]*Resource{}, byGVK: map[schema.GroupVersionKind]*Resource{}}
 	for _, r := range resources {
+		if r.shape == nil && r.New != nil {
+			obj := r.New()
+			r.shape = &shape{spec: hasField(obj, "Spec"), status: hasField(obj, "Status")}
+		}
 		t.byPath[r.GroupVersion.String()+"/"+r.Plural] = r
 		t.byGVK[r.GroupVersionKind()] = r
 	}

@@ -158,6 +158,11 @@ func New(cfg Config) (*Kubelet, error) {
 	k.nodeInformer = nodeFactory.Core().V1().Nodes().Informer()
 	k.nodes = nodeFactory.Core().V1().Nodes().Lister()
 	k.informers = []informers.SharedInformerFactory{podFactory, nodeFactory}
+	if _, err := k.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { k.triggerAll() }, // pods wait for their node to be registered
+	}); err != nil {
+		return nil, fmt.Errorf("kubelet: node handler: %w", err)
+	}
 	if _, err := k.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.triggerObj(obj) },
 		UpdateFunc: func(_, obj any) { k.triggerObj(obj) },
@@ -216,9 +221,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.mu.Lock()
 	k.runCtx = ctx
 	k.mu.Unlock()
-	for _, obj := range k.podInformer.GetStore().List() {
-		k.trigger(obj.(*v1.Pod).UID)
-	}
+	k.triggerAll()
 	k.log.Info("kubelet started", "node", k.cfg.NodeName)
 	p := &pleg{k: k}
 	wg.Add(2)
@@ -242,11 +245,16 @@ func (k *Kubelet) resyncLoop(ctx context.Context) {
 			return
 		case <-t.C():
 		}
-		for _, obj := range k.podInformer.GetStore().List() {
-			k.trigger(obj.(*v1.Pod).UID)
-		}
+		k.triggerAll()
 		k.crashBackoff.GC()
 		k.pullBackoff.GC()
+	}
+}
+
+// triggerAll syncs every pod the informer holds.
+func (k *Kubelet) triggerAll() {
+	for _, obj := range k.podInformer.GetStore().List() {
+		k.trigger(obj.(*v1.Pod).UID)
 	}
 }
 

@@ -19,13 +19,19 @@ type podWorker struct {
 	waiting map[string]waitingReason
 	// startTime is when the kubelet first saw the pod.
 	startTime time.Time
+	// failures counts consecutive failed syncs (their retries back off).
+	failures int
 }
 
 // waitingReason is a container's waiting reason and message.
 type waitingReason struct{ reason, message string }
 
-// retryDelay is how soon a failed sync is retried.
-const retryDelay = time.Second
+// A failed sync is retried after retryDelay, doubling per consecutive failure up to
+// maxRetryDelay.
+const (
+	retryDelay    = time.Second
+	maxRetryDelay = 30 * time.Second
+)
 
 // trigger asks the pod's worker to sync it, starting the worker if needed.
 func (k *Kubelet) trigger(uid types.UID) {
@@ -67,10 +73,13 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 			if ctx.Err() != nil {
 				return
 			}
-			k.log.Warn("sync pod failed", "uid", w.uid, "err", err)
-			k.triggerAfter(w.uid, retryDelay)
+			delay := min(retryDelay<<min(w.failures, 5), maxRetryDelay)
+			w.failures++
+			k.log.Warn("sync pod failed", "uid", w.uid, "retry", delay, "err", err)
+			k.triggerAfter(w.uid, delay)
 			continue
 		}
+		w.failures = 0
 		if done {
 			k.mu.Lock()
 			if len(w.wake) == 0 {

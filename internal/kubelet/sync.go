@@ -97,6 +97,11 @@ type podSandbox struct {
 // one, then init containers one at a time, then the app containers, each (re)started as the
 // restart policy and the back-off allow.
 func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
+	if k.node() == nil {
+		// Admission, the host IP and resource defaults need the Node; it is registered by
+		// the node status loop, and this sync is retried.
+		return fmt.Errorf("node %s is not registered yet", k.cfg.NodeName)
+	}
 	latest := rt.latestSandbox()
 	sb := &podSandbox{hostIPs: k.hostIPs()}
 	if rt.sandboxReady() {
@@ -604,7 +609,7 @@ func (k *Kubelet) cleanupOrphan(ctx context.Context, w *podWorker, rt *podRuntim
 	return true, nil
 }
 
-// collectGarbage removes exited containers beyond the newest two per name (the newest and
+// collectGarbage removes stopped containers beyond the newest two per name (the newest and
 // the one before it carry the status and last termination state) and stopped sandboxes
 // that no longer hold a kept container.
 func (k *Kubelet) collectGarbage(ctx context.Context, rt *podRuntime) {
@@ -615,7 +620,7 @@ func (k *Kubelet) collectGarbage(ctx context.Context, rt *podRuntime) {
 	}
 	for _, c := range rt.containers {
 		seen[c.name()]++
-		if seen[c.name()] <= 2 || !c.exited() {
+		if seen[c.name()] <= 2 || c.running() {
 			keepSandbox[c.sandboxID] = true
 			continue
 		}

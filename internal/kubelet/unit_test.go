@@ -856,3 +856,19 @@ func TestSidecarsStopWhenTheAppsComplete(t *testing.T) {
 		t.Fatalf("sidecar %s, phase %s", h.container(pod, "side").State, p.Status.Phase)
 	}
 }
+
+func TestNothingStartsBeforeTheNodeIsRegistered(t *testing.T) {
+	h := newHarness(t)
+	node, _, _ := h.k.nodeInformer.GetIndexer().GetByKey(testNode)
+	if err := h.k.nodeInformer.GetIndexer().Delete(node); err != nil {
+		t.Fatal(err)
+	}
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("a", "img")}}})
+	w := &podWorker{uid: pod.UID, waiting: map[string]waitingReason{}}
+	if _, err := h.k.syncPod(context.Background(), w); err == nil || !strings.Contains(err.Error(), "not registered") {
+		t.Fatalf("sync without a node: %v", err)
+	}
+	if len(h.rt.Sandboxes) != 0 {
+		t.Fatal("a sandbox was created before the node was registered")
+	}
+}

@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/kubette/kubette/internal/proxy/iptables"
+)
+
+// defaultAffinityTimeout is upstream's ClientIP affinity timeout (3 hours)
+// when the Service does not set one.
+const defaultAffinityTimeout = 10800
+
+// buildModel turns Services and their EndpointSlices (labelled
+// kubernetes.io/service-name) into the renderer's model. ExternalName
+// Services and headless ones get no rules; only IPv4 addresses are used.
+func buildModel(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) iptables.Model {
+	type key struct{ namespace, name string }
+	byService := map[key][]*discoveryv1.EndpointSlice{}
+	for _, s := range slices {
+		name := s.Labels[discoveryv1.LabelServiceName]
+		if name == "" || s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		k := key{s.Namespace, name}
+		byService[k] = append(byService[k], s)
+	}
+	var m iptables.Model
+	for _, svc := range svcs {
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		ms := iptables.Service{Namespace: svc.Namespace, Name: svc.Name}
+		ips := svc.Spec.ClusterIPs
+		if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+			ips = []string{svc.Spec.ClusterIP}
+		}
+		for _, s := range ips {
+			if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+				ms.ClusterIPs = append(ms.ClusterIPs, a)
+			}
+		}
+		if len(ms.ClusterIPs) == 0 {
+			continue
+		}
+		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+			ms.AffinityTimeoutSeconds = defaultAffinityTimeout
+			if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil && *c.ClientIP.TimeoutSeconds > 0 {
+				ms.AffinityTimeoutSeconds = *c.ClientIP.TimeoutSeconds
+			}
+		}
+		nodePorts := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+		for _, sp := range svc.Spec.Ports {
+			proto := sp.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			p := iptables.Port{Name: sp.Name, Protocol: string(proto), Port: sp.Port}
+			if nodePorts {
+				p.NodePort = sp.NodePort
+			}
+			for _, slice := range byService[key{svc.Namespace, svc.Name}] {
+				p.Endpoints = appendSliceEndpoints(p.Endpoints, slice, sp.Name, proto)
+			}
+			ms.Ports = append(ms.Ports, p)
+		}
+		m.Services = append(m.Services, ms)
+	}
+	return m
+}
+
+// appendSliceEndpoints adds the endpoints of slice for the port named port
+// with protocol proto.
+func appendSliceEndpoints(out []iptables.Endpoint, slice *discoveryv1.EndpointSlice, port string, proto corev1.Protocol) []iptables.Endpoint {
+	for _, ep := range slice.Ports {
+		name, p := "", corev1.ProtocolTCP
+		if ep.Name != nil {
+			name = *ep.Name
+		}
+		if ep.Protocol != nil {
+			p = *ep.Protocol
+		}
+		if name != port || p != proto || ep.Port == nil {
+			continue
+		}
+		for _, e := range slice.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			a, err := netip.ParseAddr(e.Addresses[0])
+			if err != nil || !a.Is4() {
+				continue
+			}
+			// As upstream: a missing ready condition means ready, a missing
+			// serving condition means the ready one, a missing terminating
+			// condition means not terminating.
+			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
+			serving := ready
+			if e.Conditions.Serving != nil {
+				serving = *e.Conditions.Serving
+			}
+			terminating := e.Conditions.Terminating != nil && *e.Conditions.Terminating
+			node := ""
+			if e.NodeName != nil {
+				node = *e.NodeName
+			}
+			out = append(out, iptables.Endpoint{IP: a, Port: *ep.Port, Ready: ready, Serving: serving, Terminating: terminating, NodeName: node})
+		}
+	}
+	return out
+}

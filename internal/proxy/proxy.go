@@ -1,0 +1,460 @@
+// Package proxy is kubette's service proxy (kube-proxy's iptables mode): it
+// watches Services and EndpointSlices through the API server, rebuilds a model
+// of them on every change, renders it with internal/proxy/iptables and applies
+// the result with iptables-restore --noflush.
+//
+// How a sync goes:
+//   - Before anything else, Run installs the guard chain (KUBE-SERVICE-CIDR-GUARD)
+//     and its jumps first in filter OUTPUT and FORWARD, so a packet to an
+//     unknown ClusterIP is rejected locally, never routed out, even before the
+//     first Service is synced. The guard is never removed by a sync, only by
+//     Cleanup.
+//   - Informer events only wake the sync loop. Syncs are coalesced: at once
+//     when the loop was idle for MinSyncPeriod, else when MinSyncPeriod has
+//     passed since the previous one; everything that changed meanwhile goes
+//     into one sync.
+//   - The first sync, one every SyncPeriod and every sync after a failure are
+//     full: iptables-save finds the chains a previous run left, one restore
+//     writes every chain and deletes the stale ones, and the jumps from the
+//     built-in chains are checked (iptables -C) and inserted (-I) where
+//     missing. Other syncs write only the chains whose rules changed
+//     (iptables.Update), and nothing at all when no rule changed.
+//   - A failed apply is retried as a full sync with exponential backoff
+//     (from MinSyncPeriod to 30 s).
+//   - UDP endpoints that went away get their conntrack entries deleted
+//     (conntrack -D) when the conntrack tool is installed; without it the
+//     proxy says so once and goes on (stale UDP flows then live until their
+//     conntrack timeout).
+//
+// net.ipv4.conf.all.route_localnet is not set (upstream sets it only for
+// NodePorts on 127.0.0.1): NodePorts answer on the node's addresses, not on
+// localhost.
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubette/kubette/internal/proxy/iptables"
+)
+
+// Options configure a Proxy.
+type Options struct {
+	// Client reaches the API server. Required.
+	Client kubernetes.Interface
+	// NodeName is this node's name (for logs; topology is not used yet).
+	NodeName string
+	// ServiceCIDR is the ClusterIP range, e.g. 10.96.0.0/12. Required.
+	ServiceCIDR string
+	// ClusterCIDR is the pod range, e.g. 10.244.0.0/16: traffic to a
+	// ClusterIP from outside it is masqueraded. Empty masquerades all.
+	ClusterCIDR string
+	// NodeIPs are the addresses NodePorts answer on; empty means every local
+	// address but 127.0.0.0/8.
+	NodeIPs []netip.Addr
+	// RejectUnroutedPodCIDR makes the guard reject packets to ClusterCIDR
+	// addresses that no local route serves (pods of simulated nodes).
+	RejectUnroutedPodCIDR bool
+	// RoutedPodCIDRs lists the parts of ClusterCIDR this host routes; nil
+	// reads the kernel's IPv4 routes (see KernelRoutedPrefixes). Used only
+	// with RejectUnroutedPodCIDR; polled every RoutePollPeriod.
+	RoutedPodCIDRs func(cluster netip.Prefix) ([]netip.Prefix, error)
+	// RoutePollPeriod is how often RoutedPodCIDRs is polled (default 2 s).
+	RoutePollPeriod time.Duration
+	// MinSyncPeriod is the least time between two syncs (default 100 ms;
+	// upstream's default is 1 s).
+	MinSyncPeriod time.Duration
+	// SyncPeriod is the time between full syncs (default 1 h, as upstream).
+	SyncPeriod time.Duration
+	// Iptables runs the tools (default ExecRunner{}).
+	Iptables Runner
+	// Logger receives the proxy's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultMinSyncPeriod is MinSyncPeriod's default: with partial restores a
+// sync of one changed Service costs a few milliseconds even with 10000
+// Services, so changes are applied within about 100 ms.
+const DefaultMinSyncPeriod = 100 * time.Millisecond
+
+const maxBackoff = 30 * time.Second
+
+// Proxy turns Services and EndpointSlices into iptables rules.
+type Proxy struct {
+	o      Options
+	ipt    iptables.Options
+	log    *slog.Logger
+	run    Runner
+	wake   chan struct{}
+	stats  counters
+	onSync func() // test hook, called after each sync attempt
+
+	// Owned by the sync loop.
+	applied      *iptables.Ruleset
+	udp          map[udpKey]map[netip.Addr]bool
+	conntrackOff bool
+
+	mu        sync.Mutex
+	lastError error
+}
+
+type counters struct {
+	syncs, restores, fullRestores, unchanged, failures atomic.Int64
+}
+
+// Stats count what a Proxy did since it started.
+type Stats struct {
+	// Syncs counts sync attempts; Restores the iptables-restore runs of
+	// syncs (FullRestores of them full); Unchanged the syncs that wrote
+	// nothing because no rule changed; Failures the failed syncs.
+	Syncs, Restores, FullRestores, Unchanged, Failures int64
+	// LastError is the error of the last failed sync, nil after a success.
+	LastError error
+}
+
+// New validates o and fills its defaults.
+func New(o Options) (*Proxy, error) {
+	if o.Client == nil {
+		return nil, fmt.Errorf("proxy options: Client is required")
+	}
+	svcCIDR, err := netip.ParsePrefix(o.ServiceCIDR)
+	if err != nil || !svcCIDR.Addr().Is4() {
+		return nil, fmt.Errorf("proxy options: service CIDR %q: want an IPv4 prefix (%v)", o.ServiceCIDR, err)
+	}
+	var clusterCIDR netip.Prefix
+	if o.ClusterCIDR != "" {
+		if clusterCIDR, err = netip.ParsePrefix(o.ClusterCIDR); err != nil || !clusterCIDR.Addr().Is4() {
+			return nil, fmt.Errorf("proxy options: cluster CIDR %q: want an IPv4 prefix (%v)", o.ClusterCIDR, err)
+		}
+	}
+	if o.RejectUnroutedPodCIDR && !clusterCIDR.IsValid() {
+		return nil, fmt.Errorf("proxy options: RejectUnroutedPodCIDR needs a cluster CIDR")
+	}
+	if o.MinSyncPeriod <= 0 {
+		o.MinSyncPeriod = DefaultMinSyncPeriod
+	}
+	if o.SyncPeriod <= 0 {
+		o.SyncPeriod = time.Hour
+	}
+	if o.RoutePollPeriod <= 0 {
+		o.RoutePollPeriod = 2 * time.Second
+	}
+	if o.RoutedPodCIDRs == nil {
+		o.RoutedPodCIDRs = KernelRoutedPrefixes
+	}
+	if o.Iptables == nil {
+		o.Iptables = ExecRunner{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Proxy{
+		o:    o,
+		ipt:  iptables.Options{ServiceCIDR: svcCIDR.Masked(), ClusterCIDR: clusterCIDR.Masked(), NodeIPs: o.NodeIPs, RejectUnroutedPodCIDR: o.RejectUnroutedPodCIDR},
+		log:  o.Logger.With("component", "proxy", "node", o.NodeName),
+		run:  o.Iptables,
+		wake: make(chan struct{}, 1),
+	}, nil
+}
+
+// Stats returns the counters so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{
+		Syncs: p.stats.syncs.Load(), Restores: p.stats.restores.Load(), FullRestores: p.stats.fullRestores.Load(),
+		Unchanged: p.stats.unchanged.Load(), Failures: p.stats.failures.Load(), LastError: p.lastError,
+	}
+}
+
+func (p *Proxy) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run installs the guard, then syncs the rules until ctx is done. The rules
+// stay in place when it returns (Cleanup removes them).
+func (p *Proxy) Run(ctx context.Context) error {
+	if err := p.installGuard(ctx); err != nil {
+		return err
+	}
+	svcFactory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = "!service.kubernetes.io/service-proxy-name"
+		}))
+	sliceFactory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = discoveryv1.LabelServiceName
+		}))
+	svcInformer := svcFactory.Core().V1().Services()
+	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { p.kick() },
+		UpdateFunc: func(any, any) { p.kick() },
+		DeleteFunc: func(any) { p.kick() },
+	}
+	if _, err := svcInformer.Informer().AddEventHandler(handler); err != nil {
+		return fmt.Errorf("watch services: %w", err)
+	}
+	if _, err := sliceInformer.Informer().AddEventHandler(handler); err != nil {
+		return fmt.Errorf("watch endpointslices: %w", err)
+	}
+	svcLister, sliceLister := svcInformer.Lister(), sliceInformer.Lister()
+	svcFactory.Start(ctx.Done())
+	sliceFactory.Start(ctx.Done())
+	defer svcFactory.Shutdown()
+	defer sliceFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced) {
+		return nil // ctx done
+	}
+	p.log.Info("proxy started", "serviceCIDR", p.ipt.ServiceCIDR, "clusterCIDR", p.ipt.ClusterCIDR, "minSyncPeriod", p.o.MinSyncPeriod)
+	p.loop(ctx, svcLister, sliceLister)
+	return nil
+}
+
+// installGuard applies the guard chain and puts its jumps first in filter
+// OUTPUT and FORWARD.
+func (p *Proxy) installGuard(ctx context.Context) error {
+	o, err := p.withRoutes(p.ipt)
+	if err != nil {
+		p.log.Warn("cannot read the routed pod CIDRs; the guard rejects the whole cluster CIDR until they are known", "err", err)
+	}
+	if err := p.run.Restore(ctx, iptables.GuardText(o)); err != nil {
+		return fmt.Errorf("install the service CIDR guard: %w", err)
+	}
+	if err := p.ensureGuardFirst(ctx); err != nil {
+		return fmt.Errorf("install the service CIDR guard: %w", err)
+	}
+	return nil
+}
+
+func (p *Proxy) withRoutes(o iptables.Options) (iptables.Options, error) {
+	if !o.RejectUnroutedPodCIDR {
+		return o, nil
+	}
+	routed, err := p.o.RoutedPodCIDRs(o.ClusterCIDR)
+	o.RoutedPodCIDRs = routed
+	return o, err
+}
+
+// loop is the sync loop; it owns applied and udp.
+func (p *Proxy) loop(ctx context.Context, svcLister listersv1.ServiceLister, sliceLister discoverylisters.EndpointSliceLister) {
+	full := true
+	var last time.Time
+	backoff := time.Duration(0)
+	resync := time.NewTimer(p.o.SyncPeriod)
+	defer resync.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var routeTick <-chan time.Time
+	var routes []netip.Prefix
+	if p.ipt.RejectUnroutedPodCIDR {
+		t := time.NewTicker(p.o.RoutePollPeriod)
+		defer t.Stop()
+		routeTick = t.C
+	}
+	p.kick() // the first sync, at once
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-retry.C:
+		case <-resync.C:
+			full = true
+		case <-routeTick:
+			r, err := p.o.RoutedPodCIDRs(p.ipt.ClusterCIDR)
+			if err != nil || slices.Equal(r, routes) {
+				continue
+			}
+		}
+		if wait := p.o.MinSyncPeriod - time.Since(last); wait > 0 && !last.IsZero() {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select { // what woke meanwhile is part of this sync
+		case <-p.wake:
+		default:
+		}
+		last = time.Now()
+		o, err := p.withRoutes(p.ipt)
+		if err == nil {
+			routes = o.RoutedPodCIDRs
+			err = p.sync(ctx, o, svcLister, sliceLister, full)
+		}
+		p.stats.syncs.Add(1)
+		p.mu.Lock()
+		p.lastError = err
+		p.mu.Unlock()
+		if p.onSync != nil {
+			p.onSync()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.stats.failures.Add(1)
+			full = true
+			backoff = min(max(2*backoff, p.o.MinSyncPeriod), maxBackoff)
+			p.log.Error("sync failed; retrying with a full sync", "err", err, "retryIn", backoff)
+			retry.Reset(backoff)
+			continue
+		}
+		backoff = 0
+		if full {
+			full = false
+			resync.Reset(p.o.SyncPeriod)
+		}
+	}
+}
+
+// sync renders the rules from the listers and applies them.
+func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv1.ServiceLister, sliceLister discoverylisters.EndpointSliceLister, full bool) error {
+	start := time.Now()
+	svcs, err := svcLister.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	eps, err := sliceLister.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list endpointslices: %w", err)
+	}
+	model := buildModel(svcs, eps)
+	rs := iptables.Render(model, o)
+	var text []byte
+	if full || p.applied == nil {
+		saved, err := p.run.Save(ctx)
+		if err != nil {
+			return fmt.Errorf("full sync: %w", err)
+		}
+		text = rs.Text(iptables.StaleChains(saved, rs))
+	} else if text = iptables.Update(p.applied, rs); text == nil {
+		p.stats.unchanged.Add(1)
+		return nil
+	}
+	p.applied = nil // unknown until the restore succeeds
+	if err := p.run.Restore(ctx, text); err != nil {
+		return fmt.Errorf("apply rules: %w", err)
+	}
+	p.stats.restores.Add(1)
+	if full {
+		p.stats.fullRestores.Add(1)
+		if err := p.ensureHooks(ctx); err != nil {
+			return err
+		}
+	}
+	p.applied = rs
+	p.clearStaleUDP(ctx, model)
+	p.log.Debug("synced rules", "full", full, "services", len(model.Services), "bytes", len(text), "took", time.Since(start))
+	return nil
+}
+
+// ensureHooks makes sure every jump from a built-in chain exists, and that
+// the guard's jumps come first.
+func (p *Proxy) ensureHooks(ctx context.Context) error {
+	guardChains := map[string]bool{}
+	for _, h := range iptables.GuardHooks() {
+		guardChains[h.Table+"/"+h.Chain] = true
+	}
+	for _, h := range iptables.Hooks() {
+		check := append([]string{"-t", h.Table, "-C", h.Chain}, h.Args...)
+		_, err := p.run.Iptables(ctx, check...)
+		if err == nil {
+			continue
+		}
+		if exitCode(err) != 1 {
+			return fmt.Errorf("check the %s %s hook: %w", h.Table, h.Chain, err)
+		}
+		pos := "1"
+		if guardChains[h.Table+"/"+h.Chain] {
+			if first, err := p.guardIsFirst(ctx, h.Table, h.Chain); err != nil {
+				return err
+			} else if first {
+				pos = "2"
+			}
+		}
+		if _, err := p.run.Iptables(ctx, append([]string{"-t", h.Table, "-I", h.Chain, pos}, h.Args...)...); err != nil {
+			return fmt.Errorf("insert the %s %s hook: %w", h.Table, h.Chain, err)
+		}
+	}
+	return p.ensureGuardFirst(ctx)
+}
+
+// ensureGuardFirst inserts a jump to the guard at the top of filter OUTPUT
+// and FORWARD unless the first rule already is one.
+func (p *Proxy) ensureGuardFirst(ctx context.Context) error {
+	for _, h := range iptables.GuardHooks() {
+		first, err := p.guardIsFirst(ctx, h.Table, h.Chain)
+		if err != nil {
+			return err
+		}
+		if first {
+			continue
+		}
+		if _, err := p.run.Iptables(ctx, append([]string{"-t", h.Table, "-I", h.Chain, "1"}, h.Args...)...); err != nil {
+			return fmt.Errorf("insert the guard jump in %s %s: %w", h.Table, h.Chain, err)
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) guardIsFirst(ctx context.Context, table, chain string) (bool, error) {
+	out, err := p.run.Iptables(ctx, "-t", table, "-S", chain, "1")
+	if err != nil {
+		return false, fmt.Errorf("list %s %s: %w", table, chain, err)
+	}
+	return containsJump(string(out), iptables.ChainGuard), nil
+}
+
+func containsJump(rule, chain string) bool {
+	f := strings.Fields(rule)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "-j" && f[i+1] == chain {
+			return true
+		}
+	}
+	return false
+}
+
+// Cleanup removes every chain the proxy owns (the KUBE-SERVICES family, the
+// per-service chains and the guard) and every jump to them from the host's
+// filter and nat tables, as for `kubette down`. Chains of other components
+// (the kubelet's KUBE-FIREWALL, say) are left alone.
+func Cleanup(ctx context.Context, r Runner) error {
+	saved, err := r.Save(ctx)
+	if err != nil {
+		return fmt.Errorf("proxy cleanup: %w", err)
+	}
+	text := iptables.CleanupText(saved)
+	if text == nil {
+		return nil
+	}
+	if err := r.Restore(ctx, text); err != nil {
+		return fmt.Errorf("proxy cleanup: %w", err)
+	}
+	return nil
+}

@@ -37,11 +37,16 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, 
 	if err != nil {
 		return Image{}, fmt.Errorf("pull %s: %w", ref, err)
 	}
-	v, err, _ := s.flight.Do(r.String(), func() (any, error) { return s.pull(ctx, r, opts) })
-	if err != nil {
-		return Image{}, fmt.Errorf("pull %s: %w", ref, err)
+	for attempt := 0; ; attempt++ {
+		v, err, shared := s.flight.Do(r.String(), func() (any, error) { return s.pull(ctx, r, opts) })
+		if err != nil && shared && attempt == 0 && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue // the pull we joined was canceled by its caller, not by ours: pull again
+		}
+		if err != nil {
+			return Image{}, fmt.Errorf("pull %s: %w", ref, err)
+		}
+		return v.(Image), nil
 	}
-	return v.(Image), nil
 }
 
 func (s *Store) pull(ctx context.Context, r reference, opts PullOptions) (Image, error) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -451,5 +452,49 @@ func TestLoadCanceled(t *testing.T) {
 	}
 	if l := s.List(); len(l) != 0 {
 		t.Errorf("images after a canceled load: %v", l)
+	}
+}
+
+// TestPullInsecureOption serves a registry on this machine's non-loopback address, where
+// plain HTTP needs PullOptions.Insecure.
+func TestPullInsecureOption(t *testing.T) {
+	var ip net.IP
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			ip = n.IP
+			break
+		}
+	}
+	if ip == nil {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", ip, err)
+	}
+	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	host := l.Addr().String()
+	img := imageOf(t, nil, layerOf(t, entry{name: "x"}))
+	ref, _ := name.ParseReference(host+"/app:1", name.Insecure)
+	if err := remote.Write(ref, img, remote.WithContext(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	// HTTPS fails; plain HTTP is either not tried or refused by httpGuard (for private addresses).
+	if _, err := s.Pull(t.Context(), host+"/app:1", PullOptions{}); err == nil {
+		t.Errorf("plain-HTTP pull from %s without Insecure: %v", host, err)
+	}
+	var asked []string
+	insecure := func(reg string) bool { asked = append(asked, reg); return reg == host }
+	if _, err := s.Pull(t.Context(), host+"/app:1", PullOptions{Insecure: insecure}); err != nil {
+		t.Errorf("pull with Insecure: %v", err)
+	}
+	if !slices.Equal(asked, []string{host}) {
+		t.Errorf("Insecure was asked about %v, want [%s]", asked, host)
 	}
 }

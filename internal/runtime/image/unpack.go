@@ -70,6 +70,11 @@ func unpack(r io.Reader, root string) error {
 		if err != nil {
 			return fmt.Errorf("read layer: %w", err)
 		}
+		if isSparse(hdr) {
+			// Holes would be written out as zeros: a few bytes of tar could fill the disk.
+			// Image builders do not write sparse files.
+			return fmt.Errorf("layer entry %q: sparse files are not supported", hdr.Name)
+		}
 		rel, err := cleanName(hdr.Name)
 		if err != nil {
 			return err
@@ -146,6 +151,19 @@ func unpack(r io.Reader, root string) error {
 		}
 	}
 	return nil
+}
+
+// isSparse reports whether hdr is a GNU sparse file (old GNU format or GNU's PAX records).
+func isSparse(hdr *tar.Header) bool {
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanName turns a tar entry name into a slash-separated path relative to the layer root

@@ -3,6 +3,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -210,4 +211,57 @@ func TestCleanName(t *testing.T) {
 			t.Errorf("cleanName(%q) accepted", in)
 		}
 	}
+}
+
+func TestUnpackRefusesSparseFiles(t *testing.T) {
+	// A PAX GNU sparse 0.1 entry that claims 1 PiB of holes before one byte of data
+	// (tar.Writer will not write one, so the blocks are made by hand).
+	records := paxRecord("GNU.sparse.size", "1125899906842624") + paxRecord("GNU.sparse.numblocks", "1") +
+		paxRecord("GNU.sparse.map", "1125899906842623,1")
+	var b []byte
+	b = append(b, rawBlock("PaxHeaders/huge", 'x', len(records))...)
+	b = append(b, padBlock([]byte(records))...)
+	b = append(b, rawBlock("huge", '0', 1)...)
+	b = append(b, padBlock([]byte{1})...)
+	b = append(b, make([]byte, 1024)...)
+	root := t.TempDir()
+	if err := unpack(bytes.NewReader(b), root); err == nil || !strings.Contains(err.Error(), "sparse files are not supported") {
+		t.Errorf("unpack of a sparse file: %v", err)
+	}
+}
+
+// paxRecord is one "LEN key=value\n" record, LEN counting itself.
+func paxRecord(k, v string) string {
+	n := len(k) + len(v) + 3
+	for {
+		rec := fmt.Sprintf("%d %s=%s\n", n, k, v)
+		if len(rec) == n {
+			return rec
+		}
+		n = len(rec)
+	}
+}
+
+// rawBlock is a ustar header block.
+func rawBlock(name string, typ byte, size int) []byte {
+	b := make([]byte, 512)
+	copy(b, name)
+	copy(b[100:], "0000644\x00")
+	copy(b[108:], "0000000\x00")
+	copy(b[116:], "0000000\x00")
+	copy(b[124:], fmt.Sprintf("%011o\x00", size))
+	copy(b[136:], "00000000000\x00")
+	b[156] = typ
+	copy(b[257:], "ustar\x0000")
+	copy(b[148:], "        ")
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
+func padBlock(b []byte) []byte {
+	return append(b, make([]byte, (512-len(b)%512)%512)...)
 }

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -356,5 +357,21 @@ func TestRawContainerID(t *testing.T) {
 		if got := rawContainerID(in); got != want {
 			t.Errorf("rawContainerID(%q) = %q", in, got)
 		}
+	}
+}
+
+func TestErroredProbeRetriedThenFails(t *testing.T) {
+	f := newFixture(t, func(string, []string) ([]byte, error) { return nil, errors.New("runtime unavailable") })
+	pod := probePod(v1.Container{Name: "app", LivenessProbe: execProbe("live", 2)})
+	f.m.Update(pod, runningStatus("app", "id1", time.Now()))
+	waitResult(t, f.m, kubelet.ProbeResult{UID: "uid", Container: "app", ContainerID: "id1", Kind: kubelet.ProbeLiveness, Success: false})
+	ws := workersOf(f.m, pod.UID)
+	eventually(t, "worker on hold", func() bool { return closed(ws[0]) })
+	// Two failed attempts (the threshold), each tried three times.
+	if n := f.runner.count("id1 live"); n != 6 {
+		t.Fatalf("exec calls = %d, want 6", n)
+	}
+	if !f.rec.has("Warning Unhealthy: Liveness probe errored and resulted in unknown state: runtime unavailable") {
+		t.Fatalf("events = %v", f.rec.events)
 	}
 }

@@ -30,6 +30,9 @@ func withDefaults(p *v1.Probe) *v1.Probe {
 	return p
 }
 
+// maxProbeRetries is how often an errored probe attempt is tried in a row (upstream's).
+const maxProbeRetries = 3
+
 // worker probes one container instance periodically.
 type worker struct {
 	m           *Manager
@@ -91,7 +94,13 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	if pod == nil {
 		return false
 	}
-	res := w.m.runProbe(ctx, w.spec, w.container, w.containerID, podIP)
+	// As upstream, a probe that errored (could not run at all) is retried at once, a few times.
+	var res result
+	for range maxProbeRetries {
+		if res = w.m.runProbe(ctx, w.spec, w.container, w.containerID, podIP); res.err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if ctx.Err() != nil {
 		return false // stopped while probing: the outcome belongs to nobody
 	}

@@ -304,3 +304,65 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cycleState *framework.Cycl
 	}
 	return nil
 }
+
+var _ framework.PreFilterExtensions = (*InterPodAffinity)(nil)
+
+// AddPod updates the counts of the cycle state for podToAdd now on nodeInfo
+// (preemption's dry run and the nominated pods of filtering), as upstream.
+func (pl *InterPodAffinity) AddPod(_ context.Context, cycleState *framework.CycleState, _, podToAdd *corev1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := getPreFilterState(cycleState)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	pl.updateWithPod(s, podToAdd, nodeInfo.Node(), 1)
+	return nil
+}
+
+// RemovePod updates the counts of the cycle state for podToRemove gone from nodeInfo.
+func (pl *InterPodAffinity) RemovePod(_ context.Context, cycleState *framework.CycleState, _, podToRemove *corev1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := getPreFilterState(cycleState)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	pl.updateWithPod(s, podToRemove, nodeInfo.Node(), -1)
+	return nil
+}
+
+// updateWithPod adds delta for pod on node to the three counts: its required
+// anti-affinity terms selecting the incoming pod, and its matching the
+// incoming pod's required affinity (all terms) and anti-affinity terms.
+// A domain whose count drops to 0 is removed, as upstream.
+func (pl *InterPodAffinity) updateWithPod(s *preFilterState, pod *corev1.Pod, node *corev1.Node, delta int64) {
+	if node == nil {
+		return
+	}
+	update := func(m topologyToMatchedTermCount, key string) {
+		v, ok := node.Labels[key]
+		if !ok {
+			return
+		}
+		p := topologyPair{key: key, value: v}
+		m[p] += delta
+		if m[p] == 0 {
+			delete(m, p)
+		}
+	}
+	terms := pl.terms.Get(pod).RequiredAntiAffinity
+	for j := range terms {
+		if terms[j].Matches(s.pod, s.namespaceLabels) {
+			update(s.existingAntiAffinityCounts, terms[j].TopologyKey)
+		}
+	}
+	s.existingAntiAffinityKeys = topologyKeys(s.existingAntiAffinityCounts)
+	if len(s.terms.RequiredAffinity) > 0 && affinitymatch.MatchesAll(s.terms.RequiredAffinity, pod) {
+		for j := range s.terms.RequiredAffinity {
+			update(s.affinityCounts, s.terms.RequiredAffinity[j].TopologyKey)
+		}
+	}
+	// The incoming pod's namespace selectors are resolved: no namespace labels needed.
+	for j := range s.terms.RequiredAntiAffinity {
+		if s.terms.RequiredAntiAffinity[j].Matches(pod, nil) {
+			update(s.antiAffinityCounts, s.terms.RequiredAntiAffinity[j].TopologyKey)
+		}
+	}
+}

@@ -220,3 +220,50 @@ func (pl *PodTopologySpread) Filter(_ context.Context, cycleState *framework.Cyc
 	}
 	return nil
 }
+
+var _ framework.PreFilterExtensions = (*PodTopologySpread)(nil)
+
+// AddPod counts podToAdd, now on nodeInfo, in the cycle state (preemption's
+// dry run and the nominated pods of filtering), as upstream.
+func (pl *PodTopologySpread) AddPod(_ context.Context, cycleState *framework.CycleState, podToSchedule, podToAdd *corev1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := getPreFilterState(cycleState)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	updateWithPod(s, podToAdd, podToSchedule, nodeInfo.Node(), 1)
+	return nil
+}
+
+// RemovePod uncounts podToRemove, gone from nodeInfo, in the cycle state.
+func (pl *PodTopologySpread) RemovePod(_ context.Context, cycleState *framework.CycleState, podToSchedule, podToRemove *corev1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := getPreFilterState(cycleState)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	updateWithPod(s, podToRemove, podToSchedule, nodeInfo.Node(), -1)
+	return nil
+}
+
+// updateWithPod adds delta to the domains of node for every constraint whose
+// selector matches the pod, when the node counts for the constraint (as PreFilter
+// decided: all topology keys, node inclusion policies) and the pod is in the
+// incoming pod's namespace.
+func updateWithPod(s *preFilterState, pod, preemptor *corev1.Pod, node *corev1.Node, delta int) {
+	if s == nil || node == nil || pod.Namespace != preemptor.Namespace || pod.DeletionTimestamp != nil {
+		return
+	}
+	if !nodeLabelsMatchSpreadConstraints(node.Labels, s.Constraints) {
+		return
+	}
+	required := affinitymatch.GetRequiredNodeAffinity(preemptor)
+	podLabels := labels.Set(pod.Labels)
+	for i := range s.Constraints {
+		c := &s.Constraints[i]
+		if c.Selector.Empty() || !c.Selector.Matches(podLabels) || !c.matchNodeInclusionPolicies(preemptor, node, required) {
+			continue
+		}
+		v := node.Labels[c.TopologyKey]
+		s.TpValueToMatchNum[i][v] += delta
+		s.CriticalPaths[i].update(v, s.TpValueToMatchNum[i][v])
+	}
+}

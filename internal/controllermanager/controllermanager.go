@@ -8,6 +8,8 @@ import (
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/deployment"
+	"github.com/kubette/kubette/internal/controller/endpoints"
+	"github.com/kubette/kubette/internal/controller/endpointslice"
 	"github.com/kubette/kubette/internal/controller/garbagecollector"
 	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/replicaset"
@@ -22,6 +24,8 @@ func Controllers() map[string]controller.Constructor {
 		garbagecollector.Name: func(d controller.Deps) (controller.Runner, error) {
 			return garbagecollector.New(d)
 		},
+		endpoints.Name:      endpoints.New,
+		endpointslice.Name:  endpointslice.New,
 		namespace.Name:      func(d controller.Deps) (controller.Runner, error) { return namespace.New(d) },
 		serviceaccount.Name: func(d controller.Deps) (controller.Runner, error) { return serviceaccount.New(d) },
 	}

@@ -54,7 +54,7 @@ func (c *cluster) start() (stop func()) {
 	k, err := New(Config{
 		NodeName: testNode, Client: c.client, Runtime: c.runtime, Images: c.images,
 		RootDir: c.root + "/kubelet", LogDir: c.root + "/logs",
-		Logger:       slog.New(slog.NewTextHandler(testWriter{c.t}, nil)),
+		Logger:       testLogger(c.t),
 		RelistPeriod: 100 * time.Millisecond, ResyncPeriod: time.Second,
 		BackoffInitial: 500 * time.Millisecond, BackoffMax: 4 * time.Second,
 	})
@@ -408,3 +408,5 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+func testLogger(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(testWriter{t}, nil)) }

@@ -26,15 +26,15 @@ func serverBinary(t testing.TB) []byte {
 		t.Fatalf("httpserver source: %v", err)
 	}
 	sum := sha256.Sum256(append(src, runtime.Version()+runtime.GOARCH...))
-	cacheDir := filepath.Join(os.TempDir(), "kubette-testimage", hex.EncodeToString(sum[:8]))
-	cached := filepath.Join(cacheDir, "server")
+	dir := filepath.Join(cacheDir(), hex.EncodeToString(sum[:8]))
+	cached := filepath.Join(dir, "server")
 	if b, err := os.ReadFile(cached); err == nil {
 		return b
 	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("httpserver cache: %v", err)
 	}
-	tmp, err := os.CreateTemp(cacheDir, "server-*.tmp")
+	tmp, err := os.CreateTemp(dir, "server-*.tmp")
 	if err != nil {
 		t.Fatalf("httpserver cache: %v", err)
 	}

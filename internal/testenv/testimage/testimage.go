@@ -6,6 +6,9 @@ package testimage
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -168,12 +171,64 @@ func layerOf(t testing.TB, files []file) v1.Layer {
 	if err := tw.Close(); err != nil {
 		t.Fatalf("tar: %v", err)
 	}
-	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	gz := compressedCached(t, buf.Bytes())
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(gz)), nil })
 	if err != nil {
 		t.Fatalf("layer: %v", err)
 	}
 	return l
+}
+
+// compressedCached returns the gzip of the tar b, compressing it only once per machine:
+// the result is kept in the temp directory under b's digest. (Under the race detector,
+// compressing busybox takes seconds, and go-containerregistry would compress an
+// uncompressed layer again for every digest and every copy.)
+func compressedCached(t testing.TB, b []byte) []byte {
+	t.Helper()
+	sum := sha256.Sum256(b)
+	p := filepath.Join(cacheDir(), "layers", hex.EncodeToString(sum[:])+".tar.gz")
+	if gz, err := os.ReadFile(p); err == nil {
+		return gz
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(b); err != nil {
+		t.Fatalf("gzip layer: %v", err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatalf("gzip layer: %v", err)
+	}
+	if err := writeCached(p, buf.Bytes()); err != nil {
+		t.Logf("cache compressed layer: %v", err) // only a lost speed-up
+	}
+	return buf.Bytes()
+}
+
+// cacheDir is where test images keep what is costly to make.
+func cacheDir() string { return filepath.Join(os.TempDir(), "kubette-testimage") }
+
+// writeCached writes b to p through a private temporary file and a rename, so that
+// concurrent test processes never see half a file.
+func writeCached(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), p)
 }
 
 // WriteTarball writes img tagged ref as a docker-archive tarball (what `docker save`

@@ -19,6 +19,8 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/hostcheck"
+	"github.com/kubette/kubette/internal/runtime"
 )
 
 func main() {
@@ -37,7 +39,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage())
+	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage(), newKubelet(), newDown())
 	return root
 }
 
@@ -56,6 +58,36 @@ type controlPlaneFlags struct {
 	dataDir, bind, etcdServers, tokenFile, logLevel string
 	port                                            int
 	controllers                                     bool
+	node                                            nodeFlags
+}
+
+// nodeFlags are `up`'s flags for running this machine as a node.
+type nodeFlags struct {
+	enabled                     bool
+	name, podCIDR, runc, bridge string
+	kubeletPort                 int32
+	cniPluginDirs               []string
+}
+
+func (n *nodeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&n.enabled, "node", os.Geteuid() == 0, "run this machine as a node too: the built-in container runtime and the kubelet (needs root, runc and the CNI plugins)")
+	cmd.Flags().StringVar(&n.name, "node-name", "", "the Node's name (default: the host name)")
+	cmd.Flags().StringVar(&n.podCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod address range")
+	cmd.Flags().Int32Var(&n.kubeletPort, "kubelet-port", 10250, "the kubelet's HTTPS port (logs)")
+	cmd.Flags().StringVar(&n.runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
+	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
+	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")
+}
+
+// config returns the node configuration, nil when the node is off.
+func (n *nodeFlags) config() *cluster.NodeConfig {
+	if !n.enabled {
+		return nil
+	}
+	return &cluster.NodeConfig{
+		Name: n.name, PodCIDR: n.podCIDR, KubeletPort: n.kubeletPort,
+		Runtime: runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs},
+	}
 }
 
 func (f *controlPlaneFlags) register(cmd *cobra.Command) {
@@ -79,6 +111,9 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		},
 		ControllerManager: f.controllers,
 		Scheduler:         f.controllers,
+	}
+	if f.controllers {
+		cfg.Node = f.node.config()
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")
@@ -115,6 +150,7 @@ func newUp() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.node.register(cmd)
 	return cmd
 }
 

@@ -21,11 +21,19 @@ type Config struct {
 	ControllerManager bool
 	// Scheduler runs the scheduler in this process.
 	Scheduler bool
+	// Node, when set, makes this machine a node: the built-in runtime and the kubelet.
+	Node *NodeConfig
 }
 
 // Start brings up the control plane and the enabled components; everything stops when
 // ctx is done, components first. Wait on the returned control plane for the end.
 func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) {
+	if cfg.Node != nil {
+		// Refuse before anything starts, naming what is missing.
+		if err := CheckNode(*cfg.Node); err != nil {
+			return nil, fmt.Errorf("this machine cannot run pods: %w (run with --node=false for a control plane only)", err)
+		}
+	}
 	var components sync.WaitGroup
 	cfg.Config.BeforeShutdown = components.Wait
 	cp, err := controlplane.Start(ctx, cfg.Config)
@@ -59,6 +67,20 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 				log.Error("scheduler stopped", "err", err)
 			}
 		}()
+	}
+	if cfg.Node != nil {
+		run := func(name string, f func(context.Context) error) {
+			components.Add(1)
+			go func() {
+				defer components.Done()
+				if err := f(ctx); err != nil && ctx.Err() == nil {
+					cfg.Logger.Error(name+" stopped", "err", err)
+				}
+			}()
+		}
+		if err := startNode(ctx, cp, cfg.DataDir, *cfg.Node, cfg.Logger, run); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
 	}
 	return cp, nil
 }

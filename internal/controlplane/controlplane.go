@@ -76,6 +76,13 @@ func (c *ControlPlane) ComponentConfig(name, user string) (*rest.Config, error) 
 	return componentConfig(c.ca, c.pkiDir, c.dataDir, c.URL, name, user)
 }
 
+// CA is the cluster's certificate authority, which components on this machine (the kubelet's
+// serving certificate) get their certificates from.
+func (c *ControlPlane) CA() *pki.CA { return c.ca }
+
+// PKIDir is where the control plane keeps its certificates.
+func (c *ControlPlane) PKIDir() string { return c.pkiDir }
+
 // Wait blocks until the control plane stopped and returns why.
 func (c *ControlPlane) Wait() error { return <-c.done }
 

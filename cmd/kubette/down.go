@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubette/kubette/internal/runtime"
+)
+
+func newDown() *cobra.Command {
+	var cfg runtime.Config
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop and remove every container, sandbox, mount and pod network device kubette made on this machine",
+		Long: `Stop and remove everything the node left behind: 'kubette up' leaves pods running when it stops
+(the next 'up' adopts them); 'kubette down' stops every container of DATA_DIR, unmounts their root
+filesystems, removes their network namespaces, veths and rules, and deletes the bridge. Stop 'up'
+first, or its kubelet starts the pods again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if err := runtime.Down(cmd.Context(), cfg); err != nil {
+				return fmt.Errorf("down: %w", err)
+			}
+			fmt.Println("kubette down: every container and pod network of", cfg.DataDir, "removed")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "the data directory of the cluster to take down")
+	cmd.Flags().StringVar(&cfg.Runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
+	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "kubette0", "name of the pods' bridge")
+	return cmd
+}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/hostcheck"
+	"github.com/kubette/kubette/internal/kubelet/agent"
+	"github.com/kubette/kubette/internal/kubelet/nodestatus"
+	"github.com/kubette/kubette/internal/kubelet/server"
+	"github.com/kubette/kubette/internal/runtime"
+)
+
+// NodeConfig makes this machine a node of the cluster: the built-in runtime and the kubelet.
+type NodeConfig struct {
+	// Name is the Node's name (default: the host name).
+	Name string
+	// PodCIDR is the node's pod address range (default 10.244.0.0/24).
+	PodCIDR string
+	// KubeletPort is the kubelet's HTTPS port (default 10250).
+	KubeletPort int32
+	// Runtime configures the built-in runtime; its DataDir is the cluster's.
+	Runtime runtime.Config
+}
+
+// DefaultPodCIDR is the pod range of the node `up` runs.
+const DefaultPodCIDR = "10.244.0.0/24"
+
+// CheckNode returns an error naming what this machine lacks to run pods, and how to install it.
+func CheckNode(cfg NodeConfig) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("running pods needs root (the runtime mounts root filesystems and creates network namespaces)")
+	}
+	return hostcheck.Error(hostcheck.Check(hostcheck.Options{Runtime: cfg.Runtime.Runc, CNIPluginDirs: cfg.Runtime.CNIPluginDirs}))
+}
+
+// startNode starts the runtime and the node agent under run, which owns their goroutines.
+func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir string, cfg NodeConfig, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("node name: %w", err)
+		}
+		cfg.Name = h
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = DefaultPodCIDR
+	}
+	if cfg.KubeletPort == 0 {
+		cfg.KubeletPort = agent.DefaultPort
+	}
+	if err := CheckNode(cfg); err != nil {
+		return err
+	}
+	rtCfg := cfg.Runtime
+	rtCfg.DataDir = dataDir
+	rtCfg.Version = Version.GitVersion
+	rtCfg.Logger = log.With("component", "runtime")
+	restCfg, err := cp.ComponentConfig("kubelet", "system:node:"+cfg.Name)
+	if err != nil {
+		return fmt.Errorf("kubelet credentials: %w", err)
+	}
+	addrs := nodestatus.DefaultAddresses(cfg.Name)
+	var ips []net.IP
+	for _, a := range addrs {
+		if a.Type == v1.NodeInternalIP {
+			if ip := net.ParseIP(a.Address); ip != nil {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	serving, err := server.LoadOrIssueServing(cp.CA(), cp.PKIDir(), cfg.Name, ips)
+	if err != nil {
+		return fmt.Errorf("kubelet serving certificate: %w", err)
+	}
+	run("runtime", func(ctx context.Context) error { return runtime.Run(ctx, rtCfg) })
+	run("kubelet", func(ctx context.Context) error {
+		return agent.Run(ctx, agent.Config{
+			NodeName:    cfg.Name,
+			RestConfig:  restCfg,
+			DataDir:     dataDir,
+			CRIEndpoint: "unix://" + runtime.SocketPath(dataDir),
+			PodCIDR:     cfg.PodCIDR,
+			Port:        cfg.KubeletPort,
+			ServingCert: serving,
+			ClientCAs:   cp.CA().Pool(),
+			Logger:      log.With("component", "kubelet"),
+		})
+	})
+	return nil
+}

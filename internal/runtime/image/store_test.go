@@ -498,3 +498,43 @@ func TestPullInsecureOption(t *testing.T) {
 		t.Errorf("Insecure was asked about %v, want [%s]", asked, host)
 	}
 }
+
+// TestPullBearerToken: the registry sends clients to a token service (basic auth there),
+// as Docker Hub and most registries do; go-containerregistry's transport does the exchange.
+func TestPullBearerToken(t *testing.T) {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var tokenURL string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			if u, p, ok := r.BasicAuth(); !ok || u != "bob" || p != "pw" {
+				http.Error(w, "bad credentials", http.StatusUnauthorized)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"token":"t0ken","access_token":"t0ken"}`)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer t0ken" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+tokenURL+`",service="test"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"token required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	tokenURL = srv.URL + "/token"
+	host := srv.Listener.Addr().String()
+	img := imageOf(t, nil, layerOf(t, entry{name: "x"}))
+	ref, _ := name.ParseReference(host+"/private:1", name.Insecure)
+	if err := remote.Write(ref, img, remote.WithContext(t.Context()), remote.WithAuth(basic("bob", "pw"))); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	if _, err := s.Pull(t.Context(), host+"/private:1", PullOptions{}); err == nil {
+		t.Error("anonymous pull worked")
+	}
+	got, err := s.Pull(t.Context(), host+"/private:1", PullOptions{Auth: &Auth{Username: "bob", Password: "pw"}})
+	if err != nil || got.ID != configID(t, img) {
+		t.Errorf("pull with credentials: %v %v", got.ID, err)
+	}
+}

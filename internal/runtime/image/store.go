@@ -32,6 +32,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound is returned (wrapped) when no image matches a reference.
@@ -73,7 +74,37 @@ func Open(dir string) (*Store, error) {
 	if _, err := s.index(); err != nil {
 		return nil, fmt.Errorf("open image store %q: %w", dir, err)
 	}
+	if err := s.cleanTmp(); err != nil {
+		return nil, fmt.Errorf("open image store %q: %w", dir, err)
+	}
 	return s, nil
+}
+
+// cleanTmp removes what a crashed process left in tmp/, unless some process is importing
+// (then its files are there, and a later garbage collection cleans up).
+func (s *Store) cleanTmp() error {
+	unlock, err := lockFile(filepath.Join(s.dir, "gc.lock"), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	unlockIndex, err := lockFile(filepath.Join(s.dir, "lock"), unix.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlockIndex()
+	entries, err := os.ReadDir(s.tmpDir())
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(s.tmpDir(), e.Name())))
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Store) blobPath(digest string) string {

@@ -538,3 +538,37 @@ func TestPullBearerToken(t *testing.T) {
 		t.Errorf("pull with credentials: %v %v", got.ID, err)
 	}
 }
+
+func TestOpenCleansLeftovers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "images")
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash in the middle of an unpack leaves behind.
+	if err := os.MkdirAll(filepath.Join(dir, "tmp", "layer-123", "half"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(s.tmpDir()); len(left) != 0 {
+		t.Errorf("tmp/ still holds %v", left)
+	}
+	// While an import holds the store, its files are left alone.
+	release, err := s.holdOffGC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := os.Mkdir(filepath.Join(dir, "tmp", "layer-busy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tmp", "layer-busy")); err != nil {
+		t.Errorf("Open removed the files of a running import: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "tmp", "layer-busy"))
+}

@@ -360,13 +360,13 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 	if err := p.run.Restore(ctx, text); err != nil {
 		return fmt.Errorf("apply rules: %w", err)
 	}
-	p.stats.restores.Add(1)
 	if full {
-		p.stats.fullRestores.Add(1)
 		if err := p.ensureHooks(ctx); err != nil {
 			return err
 		}
+		p.stats.fullRestores.Add(1)
 	}
+	p.stats.restores.Add(1)
 	p.applied = rs
 	p.clearStaleUDP(ctx, model)
 	p.log.Debug("synced rules", "full", full, "services", len(model.Services), "bytes", len(text), "took", time.Since(start))

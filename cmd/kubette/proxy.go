@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubette/kubette/internal/proxy"
+)
+
+func newProxy() *cobra.Command {
+	var kubeconfig, nodeName, serviceCIDR, clusterCIDR, logLevel string
+	var nodeIPs []string
+	var minSync time.Duration
+	var rejectUnrouted, cleanup bool
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Run the service proxy: Services and EndpointSlices become iptables rules on this node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			if cleanup {
+				return proxy.Cleanup(cmd.Context(), proxy.ExecRunner{})
+			}
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("load kubeconfig: %w", err)
+			}
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("build client: %w", err)
+			}
+			if nodeName == "" {
+				if nodeName, err = os.Hostname(); err != nil {
+					return fmt.Errorf("--node-name not given and no hostname: %w", err)
+				}
+			}
+			o := proxy.Options{
+				Client: client, NodeName: nodeName, ServiceCIDR: serviceCIDR, ClusterCIDR: clusterCIDR,
+				RejectUnroutedPodCIDR: rejectUnrouted, MinSyncPeriod: minSync, Logger: logger,
+			}
+			for _, s := range nodeIPs {
+				a, err := netip.ParseAddr(s)
+				if err != nil {
+					return fmt.Errorf("--node-ip %q: %w", s, err)
+				}
+				o.NodeIPs = append(o.NodeIPs, a)
+			}
+			p, err := proxy.New(o)
+			if err != nil {
+				return err
+			}
+			return p.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the proxy")
+	cmd.Flags().StringVar(&nodeName, "node-name", "", "this node's name (default: the hostname)")
+	cmd.Flags().StringVar(&serviceCIDR, "service-cidr", "10.96.0.0/12", "the ClusterIP range; packets to it that were not DNATed are rejected locally")
+	cmd.Flags().StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "the pod range: ClusterIP traffic from outside it is masqueraded")
+	cmd.Flags().StringSliceVar(&nodeIPs, "node-ip", nil, "addresses NodePorts answer on (default: every local address but 127.0.0.0/8)")
+	cmd.Flags().DurationVar(&minSync, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
+	cmd.Flags().BoolVar(&rejectUnrouted, "reject-unrouted-pod-cidr", true, "reject packets to cluster-CIDR addresses no local route serves (pods of simulated nodes)")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove every chain and jump the proxy installed, then exit")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}

@@ -326,8 +326,12 @@ func (k *Kubelet) terminated(pod *v1.Pod, c *v1.Container, inst *containerState)
 			t.Reason = "Completed"
 		}
 	}
-	if t.Message == "" {
-		t.Message = k.terminationMessage(pod, c, inst)
+	// What the container wrote enriches the runtime's message, as upstream.
+	if msg := k.terminationMessage(pod, c, inst); msg != "" {
+		if t.Message != "" {
+			t.Message += ": "
+		}
+		t.Message += msg
 	}
 	return t
 }
@@ -344,7 +348,9 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *contain
 			}
 		}
 	}
-	if c.TerminationMessagePolicy != v1.TerminationMessageFallbackToLogsOnError || inst.status.ExitCode == 0 {
+	// A container that could not even start has no logs to fall back to.
+	if c.TerminationMessagePolicy != v1.TerminationMessageFallbackToLogsOnError || inst.status.ExitCode == 0 ||
+		inst.status.Reason == "ContainerCannotRun" {
 		return ""
 	}
 	logPath := inst.status.LogPath

@@ -3,6 +3,8 @@ package kubelet
 import (
 	"context"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -870,5 +872,39 @@ func TestNothingStartsBeforeTheNodeIsRegistered(t *testing.T) {
 	}
 	if len(h.rt.Sandboxes) != 0 {
 		t.Fatal("a sandbox was created before the node was registered")
+	}
+}
+
+func TestTerminationMessages(t *testing.T) {
+	h := newHarness(t)
+	fromFile := containerNamed("file", "img")
+	fromLogs := containerNamed("logs", "img")
+	fromLogs.TerminationMessagePolicy = v1.TerminationMessageFallbackToLogsOnError
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{
+		RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{fromFile, fromLogs},
+	}})
+	h.sync(pod)
+	// The container writes its termination message into the mounted file.
+	hostPath := h.k.terminationLogPath(pod.UID, "file", 0)
+	if st, err := os.Stat(hostPath); err != nil || st.Mode().Perm() != 0o666 {
+		t.Fatalf("termination log file: %v", err)
+	}
+	writeFile(t, hostPath, "done for good")
+	logDir := filepath.Join(h.k.cfg.LogDir, "default_p_uid-p", "logs")
+	if _, err := os.Stat(logDir); err != nil {
+		t.Fatalf("container log directory: %v", err)
+	}
+	writeFile(t, filepath.Join(logDir, "0.log"), "2026-01-01T00:00:00Z stderr F panic: boom\n")
+	h.exit(h.container(pod, "file"), 0)
+	h.exit(h.container(pod, "logs"), 2)
+	p := h.sync(pod)
+	if m := p.Status.ContainerStatuses[0].State.Terminated.Message; m != "done for good" {
+		t.Errorf("file message %q", m)
+	}
+	if m := p.Status.ContainerStatuses[1].State.Terminated.Message; m != "panic: boom\n" {
+		t.Errorf("logs message %q", m)
+	}
+	if p.Status.Phase != v1.PodFailed {
+		t.Errorf("phase %s", p.Status.Phase)
 	}
 }

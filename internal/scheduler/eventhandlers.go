@@ -129,6 +129,10 @@ func (s *Scheduler) onPodDelete(obj any) {
 		return
 	}
 	s.queue.Delete(pod)
+	// A pod waiting on Permit plugins fails its binding at once, as upstream.
+	if wp := s.profile.waitingPods.Get(pod.UID); wp != nil {
+		wp.Reject("", "removed")
+	}
 	if s.cache.IsAssumedPod(pod) {
 		// Deleted while being bound: free its room now (the bind will fail).
 		if cached, err := s.cache.GetPod(pod); err == nil {

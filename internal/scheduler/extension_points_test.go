@@ -342,3 +342,22 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestDeletedWaitingPodIsRejected(t *testing.T) {
+	binder := &fakeBinder{}
+	ts := newTestScheduler(t, Options{}, fitFilter{}, &fakePermit{status: framework.NewStatus(framework.Wait), timeout: time.Hour}, binder)
+	ts.addNodes(testNode("n1", "1"))
+	a := testPod("a", "1")
+	ts.addPod(t, a)
+	ts.scheduleOne(context.Background())
+	h := &handle{profile: ts.profile}
+	waitUntil(t, "the pod waits on permit", func() bool { return h.GetWaitingPod("uid-a") != nil })
+	if err := ts.podInformer.GetIndexer().Delete(a); err != nil {
+		t.Fatal(err)
+	}
+	ts.onPodDelete(a)
+	ts.binds.Wait() // returns only once the waiting pod was rejected
+	if binder.boundTo("a") != "" || ts.cache.PodCount() != 0 || pendingIn(ts, "a") != "" {
+		t.Fatal("deleted pod bound, assumed or requeued")
+	}
+}

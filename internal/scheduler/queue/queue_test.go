@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
 func newTestQueue() (*PriorityQueue, *clocktesting.FakeClock) {
@@ -323,4 +325,66 @@ func TestAssignedPodEvents(t *testing.T) {
 	checkQueues(t, q, "[affine spread]", "[]", "[fit]")
 	q.AssignedPodUpdated(big, small)
 	checkQueues(t, q, "[affine fit spread]", "[]", "[]")
+}
+
+func TestNominator(t *testing.T) {
+	q := New(Options{})
+	pod := func(name, nominated string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+		p.Status.NominatedNodeName = nominated
+		return p
+	}
+	names := func(node string) []string {
+		var out []string
+		for _, p := range q.NominatedPodsForNode(node) {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	// Added with a status nomination.
+	q.Add(pod("a", "n1"))
+	if got := names("n1"); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("n1: %v", got)
+	}
+	// Preemption nominates b in memory before its status is written; an update
+	// without the status keeps it, the status then confirms it.
+	b := pod("b", "")
+	q.Add(b)
+	q.AddNominatedPod(b, &framework.NominatingInfo{NominatedNodeName: "n2", NominatingMode: framework.ModeOverride})
+	b2 := pod("b", "")
+	b2.Labels = map[string]string{"x": "y"}
+	q.Update(b, b2)
+	if q.NominatedNodeName(b2) != "n2" {
+		t.Fatalf("in-memory nomination lost on update: %q", q.NominatedNodeName(b2))
+	}
+	b3 := pod("b", "n2")
+	q.Update(b2, b3)
+	if got := names("n2"); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("n2: %v", got)
+	}
+	// A status that clears the nomination clears it; so does ModeOverride "".
+	q.Update(pod("a", "n1"), pod("a", ""))
+	if got := names("n1"); len(got) != 0 {
+		t.Fatalf("n1 after clearing: %v", got)
+	}
+	q.AddNominatedPod(b3, &framework.NominatingInfo{NominatingMode: framework.ModeOverride})
+	if got := names("n2"); len(got) != 0 {
+		t.Fatalf("n2 after override to none: %v", got)
+	}
+	// ModeNoop (nil) falls back to the status; delete forgets.
+	q.AddNominatedPod(b3, nil)
+	if q.NominatedNodeName(b3) != "n2" {
+		t.Fatal("noop did not use the status")
+	}
+	q.Delete(b3)
+	if got := names("n2"); len(got) != 0 {
+		t.Fatalf("n2 after delete: %v", got)
+	}
+	// A bound pod is never nominated.
+	bound := pod("c", "n3")
+	bound.Spec.NodeName = "n3"
+	q.AddNominatedPod(bound, nil)
+	if got := names("n3"); len(got) != 0 {
+		t.Fatalf("bound pod nominated: %v", got)
+	}
 }

@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,13 +39,20 @@ func unixNano(t time.Time) int64 {
 }
 
 // refresh asks the low-level runtime for c's state; once c stopped, its final status is
-// cached in meta.json.
+// cached in meta.json. While the init process that the runtime last reported running is
+// alive (same pid, same start time, not a zombie), c is running without asking the runtime
+// again: the kubelet relists every second, and `runc state` is a process per container.
 func (s *Server) refresh(ctx context.Context, c *container) observed {
 	s.mu.Lock()
-	final, id := c.meta.Final, c.meta.ID
+	final, id, live := c.meta.Final, c.meta.ID, c.live
 	s.mu.Unlock()
 	if final != nil {
 		return observedFinal(final)
+	}
+	if live.pid > 0 {
+		if start, ok := procStart(s.cfg.ProcRoot, live.pid); ok && start == live.start {
+			return observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, startedAt: live.startedAt, pid: live.pid}
+		}
 	}
 	st, err := s.cfg.Containers.State(ctx, id)
 	if err != nil {
@@ -53,7 +62,13 @@ func (s *Server) refresh(ctx context.Context, c *container) observed {
 	case "created":
 		return observed{state: runtimeapi.ContainerState_CONTAINER_CREATED, pid: st.Pid}
 	case "running":
-		return observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, startedAt: unixNano(st.StartedAt), pid: st.Pid}
+		o := observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, startedAt: unixNano(st.StartedAt), pid: st.Pid}
+		if start, ok := procStart(s.cfg.ProcRoot, st.Pid); ok && st.Pid > 0 {
+			s.mu.Lock()
+			c.live = liveInit{pid: st.Pid, start: start, startedAt: o.startedAt}
+			s.mu.Unlock()
+		}
+		return o
 	case "stopped":
 		f := &finalStatus{
 			ExitCode: int32(st.ExitCode), StartedAt: unixNano(st.StartedAt), FinishedAt: unixNano(st.FinishedAt),
@@ -77,6 +92,26 @@ func (s *Server) refresh(ctx context.Context, c *container) observed {
 		return observed{state: runtimeapi.ContainerState_CONTAINER_UNKNOWN, reason: "Unknown",
 			message: fmt.Sprintf("runtime reports status %q", st.Status)}
 	}
+}
+
+// procStart returns the start time (field 22 of /proc/<pid>/stat) of a live, non-zombie
+// process.
+func procStart(procRoot string, pid int) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", false
+	}
+	// The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), f[19] is field 22 (starttime).
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return "", false
+	}
+	return f[19], true
 }
 
 // setFinal records how c ended unless that is already known, and returns what is recorded.

@@ -124,6 +124,7 @@ type fakeContainers struct {
 	starts   int
 	logs     map[string]string // id → log path
 	reopened []string
+	states   int // State calls
 }
 
 func newFakeContainers() *fakeContainers {
@@ -162,6 +163,7 @@ func (f *fakeContainers) Start(_ context.Context, id string) error {
 func (f *fakeContainers) State(_ context.Context, id string) (ContainerState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.states++
 	p, ok := f.procs[id]
 	if !ok {
 		return ContainerState{}, fmt.Errorf("container %s does not exist", id)
@@ -223,6 +225,12 @@ func (f *fakeContainers) exit(id string, code int) {
 	defer f.mu.Unlock()
 	p := f.procs[id]
 	p.status, p.exitCode, p.finishedAt = "stopped", code, time.Now()
+}
+
+func (f *fakeContainers) stateCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.states
 }
 
 func (f *fakeContainers) signals(id string) []syscall.Signal {
@@ -346,7 +354,7 @@ func newEnv(t *testing.T) *env {
 		Dir: filepath.Join(dir, "runtime"), ImageDir: filepath.Join(dir, "runtime", "images"),
 		Images: e.images, Containers: e.ctrs, Network: e.net, Spec: e.spec.spec, Version: "v0.0.0-test",
 		CgroupRoot: filepath.Join(dir, "cgroup"), HostResolvConf: filepath.Join(hostFiles, "resolv.conf"),
-		HostHosts: filepath.Join(hostFiles, "hosts"), SandboxStopGrace: 200 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		HostHosts: filepath.Join(hostFiles, "hosts"), ProcRoot: filepath.Join(dir, "proc"), SandboxStopGrace: 200 * time.Millisecond, PollInterval: 5 * time.Millisecond,
 	}
 	e.restart()
 	return e

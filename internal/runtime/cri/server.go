@@ -43,6 +43,8 @@ type Config struct {
 	Runc, RuncRoot string
 	// CgroupRoot is where the cgroup v1 hierarchies are mounted (default /sys/fs/cgroup).
 	CgroupRoot string
+	// ProcRoot is where the host's procfs is mounted (default /proc).
+	ProcRoot string
 	// HostResolvConf and HostHosts are the host's files copied into sandboxes (defaults
 	// /etc/resolv.conf and /etc/hosts).
 	HostResolvConf, HostHosts string
@@ -82,6 +84,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = "/sys/fs/cgroup"
+	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
 	}
 	if cfg.HostResolvConf == "" {
 		cfg.HostResolvConf = "/etc/resolv.conf"

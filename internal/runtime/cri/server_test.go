@@ -869,3 +869,42 @@ func TestRestartRemovesLeftovers(t *testing.T) {
 	_, err := e.srv.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	wantCode(t, err, codes.NotFound)
 }
+
+func TestRunningInitIsWatchedWithoutTheRuntime(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	id := e.createContainer(sb, sbCfg, "app", nil)
+	// The fake runtime reports pid 42; its /proc entry says it lives (a name with spaces and
+	// parentheses, as /proc allows).
+	stat := filepath.Join(e.cfg.ProcRoot, "42", "stat")
+	writeFile(t, stat, "42 (my (odd) sh) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10\n")
+	e.start(id)
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("state = %v", st.State)
+	}
+	calls := e.ctrs.stateCalls()
+	for range 3 {
+		if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 {
+			t.Fatalf("status = %v", st)
+		}
+	}
+	if got := e.ctrs.stateCalls(); got != calls {
+		t.Errorf("the runtime was asked %d more times while the init lived", got-calls)
+	}
+	// The init exits: a zombie until the shim reaps it.
+	e.ctrs.exit(id, 5)
+	writeFile(t, stat, "42 (my (odd) sh) Z 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 0 0\n")
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 5 {
+		t.Errorf("after exit: %v", st)
+	}
+	// A new process with the same pid is not the container's init.
+	id2 := e.createContainer(sb, sbCfg, "app2", nil)
+	writeFile(t, stat, "42 (sh) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 111 1000 10\n")
+	e.start(id2)
+	e.status(id2)
+	e.ctrs.exit(id2, 6)
+	writeFile(t, stat, "42 (other) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 222 1000 10\n")
+	if st := e.status(id2); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 6 {
+		t.Errorf("after pid reuse: %v", st)
+	}
+}

@@ -41,7 +41,15 @@ type container struct {
 	op     sync.Mutex
 	saveMu sync.Mutex // serialises writes of meta.json, each of the record as it is then
 	meta   containerMeta
+	live   liveInit                    // the init the runtime last reported running; not persisted
 	cfg    *runtimeapi.ContainerConfig // replaced, never mutated, by UpdateContainerResources
+}
+
+// liveInit identifies a running container's init process.
+type liveInit struct {
+	pid       int
+	start     string // /proc/<pid>/stat starttime
+	startedAt int64
 }
 
 // containerMeta is a container's meta.json.

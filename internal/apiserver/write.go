@@ -261,7 +261,7 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 		fromCache bool
 	)
 	if !o.dryRun {
-		curStored, curRev, fromCache = s.cachedState(ctx, r, key)
+		curStored, curRev, fromCache = s.cachedState(r, key)
 	}
 	if !fromCache {
 		kv, readErr = s.cfg.Store.Get(ctx, key)
@@ -363,14 +363,14 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 }
 
 // cachedState returns the watch cache's copy of key (shared: not to be modified) and
-// its revision.
-func (s *Server) cachedState(ctx context.Context, r *registry.Resource, key string) (runtime.Object, int64, bool) {
+// its revision, without waiting for a cache that has not loaded yet.
+func (s *Server) cachedState(r *registry.Resource, key string) (runtime.Object, int64, bool) {
 	c := s.cacheFor(r)
 	if c == nil {
 		return nil, 0, false
 	}
-	obj, _, ok, err := c.Get(ctx, key)
-	if err != nil || !ok {
+	obj, ok := c.Peek(key)
+	if !ok {
 		return nil, 0, false
 	}
 	m, err := meta.Accessor(obj)

@@ -414,6 +414,18 @@ func (c *Cache) Get(ctx context.Context, key string) (runtime.Object, int64, boo
 	return obj, c.rev, ok, nil
 }
 
+// Peek returns the cached object at key without waiting: ok is false when the cache
+// has not loaded yet or holds no such key.
+func (c *Cache) Peek(key string) (runtime.Object, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready {
+		return nil, false
+	}
+	obj, ok := c.items[key]
+	return obj, ok
+}
+
 // WatchOptions configures a watcher.
 type WatchOptions struct {
 	// Prefix restricts the watch to keys under it (a namespace).

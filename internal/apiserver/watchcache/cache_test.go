@@ -999,3 +999,22 @@ func TestEncodedOncePerEvent(t *testing.T) {
 	}
 	f.quiet(a, b, x)
 }
+
+// TestPeek checks that Peek never waits: nothing before the first list, then the
+// cached object.
+func TestPeek(t *testing.T) {
+	f := newFixture(t)
+	rev := f.put("ns", "a", nil, "1")
+	if _, ok := New(Config{Prefix: f.prefix, Store: f.store, Decode: decodeConfigMap}).Peek(f.key("ns", "a")); ok {
+		t.Fatal("Peek on a cache that never loaded found an object")
+	}
+	c := f.start(Config{})
+	f.waitRev(c, rev)
+	obj, ok := c.Peek(f.key("ns", "a"))
+	if !ok || describeObject(obj) != fmt.Sprintf("v=1 rv=%d", rev) {
+		t.Fatalf("Peek = %v, %v", obj, ok)
+	}
+	if _, ok := c.Peek(f.key("ns", "b")); ok {
+		t.Fatal("Peek found a key never written")
+	}
+}

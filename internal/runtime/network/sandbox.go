@@ -178,6 +178,12 @@ func (m *Manager) teardown(ctx context.Context, rec *record) error {
 	if err := m.cni.DelNetworkList(ctx, list, rec.runtimeConf(netns)); err != nil {
 		return fmt.Errorf("tear down network of sandbox %s: CNI DEL: %w", rec.SandboxID, err)
 	}
+	if netns == "" {
+		// Without the namespace the bridge plugin cannot remove its masquerade rule.
+		if err := removeSandboxRules(ctx, rec.SandboxID); err != nil {
+			return fmt.Errorf("tear down network of sandbox %s: %w", rec.SandboxID, err)
+		}
+	}
 	if err := removeNetNS(rec.NetNSPath); err != nil {
 		return fmt.Errorf("tear down network of sandbox %s: %w", rec.SandboxID, err)
 	}
@@ -231,6 +237,9 @@ func (m *Manager) Cleanup(ctx context.Context) error {
 		errs = append(errs, m.Teardown(ctx, id))
 	}
 	errs = append(errs, deleteBridge(m.cfg.Bridge))
+	if errors.Join(errs...) == nil {
+		errs = append(errs, removeIdlePortmapChains(ctx))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("network clean-up: %w", err)
 	}

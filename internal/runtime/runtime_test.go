@@ -284,6 +284,18 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	if _, err := r.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: keeper,
+		Linux: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 64 << 20, CpuShares: 256}}); err != nil {
+		t.Errorf("UpdateContainerResources: %v", err)
+	}
+	cg := filepath.Join("kubette", "pod-"+sb.PodSandboxId[:12], keeper)
+	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", cg, "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(b)) != "67108864" {
+		t.Errorf("memory limit after update: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpu", cg, "cpu.shares")); err != nil || strings.TrimSpace(string(b)) != "256" {
+		t.Errorf("cpu shares after update: %q, %v", b, err)
+	}
+
 	stats, err := r.rs.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: keeper})
 	if err != nil || stats.Stats.GetCpu().GetUsageCoreNanoSeconds().GetValue() == 0 || stats.Stats.GetMemory().GetWorkingSetBytes() == nil {
 		t.Errorf("ContainerStats = %v, %v", stats, err)

@@ -2,12 +2,14 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -63,7 +65,14 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 	}
 	resp := &runtimeapi.ImageStatusResponse{Image: toCRIImage(img)}
 	if req.GetVerbose() {
-		resp.Info = map[string]string{"config": fmt.Sprintf("%+v", img.Config)}
+		b, err := json.Marshal(struct {
+			ID     string              `json:"id"`
+			Config ocispec.ImageConfig `json:"config"`
+		}{img.ID, img.Config})
+		if err != nil {
+			return nil, fmt.Errorf("image status %q: %w", ref, err)
+		}
+		resp.Info = map[string]string{"info": string(b)}
 	}
 	return resp, nil
 }

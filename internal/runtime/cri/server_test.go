@@ -670,6 +670,10 @@ func TestImages(t *testing.T) {
 	if st.Image.Uid.GetValue() != 1000 || st.Image.Username != "" {
 		t.Errorf("numeric user: %v", st.Image)
 	}
+	st, err = e.srv.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: "localhost:5000/app:v1"}, Verbose: true})
+	if err != nil || !strings.Contains(st.Info["info"], `"User":"nobody"`) {
+		t.Errorf("verbose ImageStatus info = %q, %v", st.GetInfo(), err)
+	}
 	st, err = e.srv.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: "localhost:5000/absent:v1"}})
 	if err != nil || st.Image != nil {
 		t.Errorf("absent image: %v, %v", st, err)

@@ -148,15 +148,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	}
 	s.mu.Lock()
 	sbMeta := sb.meta
-	for _, c := range s.ctrs {
-		if c.meta.SandboxID == sbMeta.ID && c.cfg.GetMetadata().GetName() == cfg.GetMetadata().GetName() &&
-			c.cfg.GetMetadata().GetAttempt() == cfg.GetMetadata().GetAttempt() {
-			s.mu.Unlock()
-			return nil, status.Errorf(codes.AlreadyExists, "container %q attempt %d already exists in pod sandbox %s as %s",
-				cfg.GetMetadata().GetName(), cfg.GetMetadata().GetAttempt(), sbMeta.ID, c.meta.ID)
-		}
-	}
+	err = s.checkContainerName(sbMeta.ID, cfg.GetMetadata())
 	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	if !sbMeta.Ready {
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %s is not ready", sbMeta.ID)
 	}
@@ -269,10 +265,27 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		s.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %s stopped while container %q was created", sbMeta.ID, cfg.GetMetadata().GetName())
 	}
+	if err := s.checkContainerName(sbMeta.ID, cfg.GetMetadata()); err != nil {
+		// A concurrent CreateContainer of the same name won.
+		s.mu.Unlock()
+		return nil, err
+	}
 	s.ctrs[id] = c
 	s.mu.Unlock()
 	s.log.Info("container created", "id", id, "name", cfg.GetMetadata().GetName(), "sandbox", sbMeta.ID)
 	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// checkContainerName fails with AlreadyExists when the sandbox has a container of this name
+// and attempt; the caller holds s.mu.
+func (s *Server) checkContainerName(sandboxID string, md *runtimeapi.ContainerMetadata) error {
+	for _, c := range s.ctrs {
+		if c.meta.SandboxID == sandboxID && c.cfg.GetMetadata().GetName() == md.GetName() && c.cfg.GetMetadata().GetAttempt() == md.GetAttempt() {
+			return status.Errorf(codes.AlreadyExists, "container %q attempt %d already exists in pod sandbox %s as %s",
+				md.GetName(), md.GetAttempt(), sandboxID, c.meta.ID)
+		}
+	}
+	return nil
 }
 
 // writeSpec writes the bundle's config.json.

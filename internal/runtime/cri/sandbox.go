@@ -28,15 +28,11 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (kubette has only the default one)", h)
 	}
 	s.mu.Lock()
-	for _, sb := range s.sandboxes {
-		o := sb.cfg.GetMetadata()
-		if o.GetName() == md.GetName() && o.GetNamespace() == md.GetNamespace() && o.GetUid() == md.GetUid() && o.GetAttempt() == md.GetAttempt() {
-			s.mu.Unlock()
-			return nil, status.Errorf(codes.AlreadyExists, "pod sandbox %s/%s (uid %s, attempt %d) already exists as %s",
-				md.GetNamespace(), md.GetName(), md.GetUid(), md.GetAttempt(), sb.meta.ID)
-		}
-	}
+	err := s.checkSandboxName(md)
 	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 
 	id := newID()
 	dir := s.sandboxDir(id)
@@ -118,10 +114,28 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 		return nil, err
 	}
 	s.mu.Lock()
+	if err := s.checkSandboxName(md); err != nil {
+		// A concurrent RunPodSandbox of the same pod and attempt won.
+		s.mu.Unlock()
+		return nil, err
+	}
 	s.sandboxes[id] = &sandbox{meta: m, cfg: proto.CloneOf(cfg)}
 	s.mu.Unlock()
 	s.log.Info("pod sandbox ready", "id", id, "pod", md.GetNamespace()+"/"+md.GetName(), "ips", m.IPs)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+}
+
+// checkSandboxName fails with AlreadyExists when a sandbox of this pod and attempt exists;
+// the caller holds s.mu.
+func (s *Server) checkSandboxName(md *runtimeapi.PodSandboxMetadata) error {
+	for _, sb := range s.sandboxes {
+		o := sb.cfg.GetMetadata()
+		if o.GetName() == md.GetName() && o.GetNamespace() == md.GetNamespace() && o.GetUid() == md.GetUid() && o.GetAttempt() == md.GetAttempt() {
+			return status.Errorf(codes.AlreadyExists, "pod sandbox %s/%s (uid %s, attempt %d) already exists as %s",
+				md.GetNamespace(), md.GetName(), md.GetUid(), md.GetAttempt(), sb.meta.ID)
+		}
+	}
+	return nil
 }
 
 // resolvConf renders the sandbox's resolv.conf from the pod's DNS config, or copies the host's.

@@ -912,3 +912,42 @@ func TestRunningInitIsWatchedWithoutTheRuntime(t *testing.T) {
 		t.Errorf("after pid reuse: %v", st)
 	}
 }
+
+func TestConcurrentSameNameCreatesOnlyOne(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var sandboxes, containers int
+	for range 6 {
+		wg.Go(func() {
+			if _, err := e.srv.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("twin", nil)}); err == nil {
+				mu.Lock()
+				sandboxes++
+				mu.Unlock()
+			} else if status.Code(err) != codes.AlreadyExists {
+				t.Errorf("RunPodSandbox: %v", err)
+			}
+		})
+		wg.Go(func() {
+			_, err := e.srv.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("twin", nil), SandboxConfig: sbCfg})
+			if err == nil {
+				mu.Lock()
+				containers++
+				mu.Unlock()
+			} else if status.Code(err) != codes.AlreadyExists {
+				t.Errorf("CreateContainer: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if sandboxes != 1 || containers != 1 {
+		t.Errorf("%d sandboxes and %d containers of the same name, want one each", sandboxes, containers)
+	}
+	if n := e.images.mountedCount(); n != 1 {
+		t.Errorf("%d rootfs mounted, want 1 (the losers roll back)", n)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.cfg.Dir, "containers")); len(ents) != 1 {
+		t.Errorf("%d container directories, want 1", len(ents))
+	}
+}

@@ -233,6 +233,12 @@ func TestPodRunsWithStatusAndEvents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("events: %v", ev)
 	}
+	// A steady pod's status is not written again (times compare at the API's precision).
+	rv := c.waitPod(pod, "Running", running).ResourceVersion
+	time.Sleep(2500 * time.Millisecond) // resyncs every second
+	if again := c.waitPod(pod, "Running", running); again.ResourceVersion != rv {
+		t.Errorf("status rewritten without a change: %+v", again.Status)
+	}
 	if !strings.Contains(ev["Pulling"], `Pulling image "busybox:1.36"`) || !strings.Contains(ev["Pulled"], `Successfully pulled image "busybox:1.36" in `) ||
 		!strings.Contains(ev["Created"], "Created container: main") || !strings.Contains(ev["Started"], "Started container main") {
 		t.Errorf("events: %v", ev)

@@ -107,9 +107,9 @@ func (k *Kubelet) podStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, terminal 
 		st.PodIP, st.PodIPs = old.PodIP, old.PodIPs
 	}
 	if st.StartTime == nil {
-		t := metav1.NewTime(w.startTime)
+		t := apiTime(w.startTime)
 		if w.startTime.IsZero() {
-			t = metav1.NewTime(k.clock.Now())
+			t = apiTime(k.clock.Now())
 		}
 		st.StartTime = &t
 	}
@@ -140,7 +140,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, terminal 
 	}
 	st.Phase = phase
 
-	now := metav1.NewTime(k.clock.Now())
+	now := apiTime(k.clock.Now())
 	setCondition(st, old, v1.PodReadyToStartContainers, boolStatus(rt.sandboxReady()), "", "", now)
 	if initDone {
 		setCondition(st, old, v1.PodInitialized, v1.ConditionTrue, "", "", now)
@@ -280,7 +280,7 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, c *
 	}
 	switch l.status.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, l.status.StartedAt))}
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: apiTime(time.Unix(0, l.status.StartedAt))}
 		started := k.started(pod, c)
 		cs.Started = &started
 		cs.Ready = started && k.ready(pod, c)
@@ -315,10 +315,10 @@ func (k *Kubelet) terminated(pod *v1.Pod, c *v1.Container, inst *containerState)
 		ContainerID: containerIDPrefix + s.Id,
 	}
 	if s.StartedAt != 0 {
-		t.StartedAt = metav1.NewTime(time.Unix(0, s.StartedAt))
+		t.StartedAt = apiTime(time.Unix(0, s.StartedAt))
 	}
 	if s.FinishedAt != 0 {
-		t.FinishedAt = metav1.NewTime(time.Unix(0, s.FinishedAt))
+		t.FinishedAt = apiTime(time.Unix(0, s.FinishedAt))
 	}
 	if t.Reason == "" {
 		t.Reason = "Error"
@@ -588,3 +588,7 @@ func sortConditions(st *v1.PodStatus) {
 	}
 	sort.SliceStable(st.Conditions, func(i, j int) bool { return rank(st.Conditions[i].Type) < rank(st.Conditions[j].Type) })
 }
+
+// apiTime is t as the API stores it (whole seconds), so that a status read back compares
+// equal to the one computed.
+func apiTime(t time.Time) metav1.Time { return metav1.NewTime(t).Rfc3339Copy() }

@@ -908,3 +908,19 @@ func TestTerminationMessages(t *testing.T) {
 		t.Errorf("phase %s", p.Status.Phase)
 	}
 }
+
+func TestUnchangedStatusIsNotWrittenAgain(t *testing.T) {
+	h := newHarness(t)
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("a", "img")}}})
+	h.clock.Step(1234567 * time.Microsecond) // times with sub-second parts
+	h.sync(pod)
+	h.sync(pod)
+	h.client.ClearActions()
+	h.clock.Step(time.Second)
+	h.sync(pod)
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			t.Fatalf("status written again without a change")
+		}
+	}
+}

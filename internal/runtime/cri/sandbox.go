@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -193,15 +194,15 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 	if err != nil {
 		return nil, err
 	}
-	if err := s.stopSandbox(ctx, sb); err != nil {
+	if err := s.stopSandbox(ctx, sb, s.cfg.SandboxStopGrace); err != nil {
 		return nil, err
 	}
 	return &runtimeapi.StopPodSandboxResponse{}, nil
 }
 
 // stopSandbox marks sb NOTREADY (so no container joins it any more), stops its containers
-// with a short grace and tears its network down.
-func (s *Server) stopSandbox(ctx context.Context, sb *sandbox) error {
+// at once, each with the grace (then SIGKILL), and tears its network down.
+func (s *Server) stopSandbox(ctx context.Context, sb *sandbox, grace time.Duration) error {
 	sb.op.Lock()
 	defer sb.op.Unlock()
 	s.mu.Lock()
@@ -214,10 +215,13 @@ func (s *Server) stopSandbox(ctx context.Context, sb *sandbox) error {
 			return err
 		}
 	}
-	var errs []error
-	for _, c := range s.containersOf(m.ID) {
-		errs = append(errs, s.stopContainer(ctx, c, s.cfg.SandboxStopGrace))
+	ctrs := s.containersOf(m.ID)
+	errs := make([]error, len(ctrs))
+	var wg sync.WaitGroup
+	for i, c := range ctrs {
+		wg.Go(func() { errs[i] = s.stopContainer(ctx, c, grace) })
 	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("failed to stop the containers of sandbox %s: %w", m.ID, err)
 	}
@@ -256,14 +260,15 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	if err != nil {
 		return nil, err
 	}
-	if err := s.removeSandbox(ctx, sb); err != nil {
+	if err := s.removeSandbox(ctx, sb, s.cfg.SandboxStopGrace); err != nil {
 		return nil, err
 	}
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
-func (s *Server) removeSandbox(ctx context.Context, sb *sandbox) error {
-	if err := s.stopSandbox(ctx, sb); err != nil {
+// removeSandbox stops sb (each container with the grace) and removes it.
+func (s *Server) removeSandbox(ctx context.Context, sb *sandbox, grace time.Duration) error {
+	if err := s.stopSandbox(ctx, sb, grace); err != nil {
 		return err
 	}
 	sb.op.Lock()
@@ -367,7 +372,7 @@ func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandbo
 	return resp, nil
 }
 
-// Down stops and removes every sandbox and container (for `kubette down`).
+// Down kills and removes every sandbox and container (for `kubette down`).
 func (s *Server) Down(ctx context.Context) error {
 	var errs []error
 	s.mu.Lock()
@@ -377,7 +382,7 @@ func (s *Server) Down(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, sb := range sbs {
-		errs = append(errs, s.removeSandbox(ctx, sb))
+		errs = append(errs, s.removeSandbox(ctx, sb, 0))
 	}
 	for _, c := range s.containerList() { // containers whose sandbox record was lost
 		errs = append(errs, s.stopContainer(ctx, c, 0), s.removeContainer(ctx, c))

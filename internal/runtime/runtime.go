@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,8 @@ type Config struct {
 	CNIPluginDirs []string // default {"/usr/lib/cni", "/opt/cni/bin"}
 	Bridge        string   // default "kubette0"
 	// Version is the binary's version that CRI Version reports (an addition to the
-	// contract: the runtime package cannot know the binary's version).
+	// contract: the runtime package cannot know the binary's version); default: the main
+	// module's version from the build info.
 	Version string
 	// Logger logs what the runtime does (default: slog.Default()).
 	Logger *slog.Logger
@@ -89,6 +91,12 @@ func open(ctx context.Context, cfg Config) (parts, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Version == "" {
+		cfg.Version = "unknown"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			cfg.Version = bi.Main.Version
+		}
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {

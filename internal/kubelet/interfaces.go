@@ -73,7 +73,7 @@ type ProbeManager interface {
 type ProbeResult struct {
 	UID         types.UID
 	Container   string
-	ContainerID string
+	ContainerID string // the runtime's ID (no "kubette://" prefix)
 	Kind        string // "liveness"|"readiness"|"startup"
 	Success     bool
 }

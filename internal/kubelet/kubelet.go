@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -271,8 +272,12 @@ func (k *Kubelet) probeLoop(ctx context.Context) {
 				return
 			}
 			if r.Kind == ProbeLiveness && !r.Success && r.ContainerID != "" {
+				id := r.ContainerID
+				if _, raw, ok := strings.Cut(id, "://"); ok {
+					id = raw
+				}
 				k.mu.Lock()
-				k.liveness[r.ContainerID] = true
+				k.liveness[id] = true
 				k.mu.Unlock()
 			}
 			k.trigger(r.UID)

@@ -158,6 +158,7 @@ func writeFile(t *testing.T, path, data string) string {
 }
 
 type fakeProbes struct {
+	results        chan ProbeResult
 	ready, started map[string]bool
 	updates        int
 	removed        []types.UID
@@ -173,7 +174,7 @@ func (f *fakeProbes) Started(_ types.UID, c string) bool {
 	s, ok := f.started[c]
 	return !ok || s
 }
-func (f *fakeProbes) Results() <-chan ProbeResult { return nil }
+func (f *fakeProbes) Results() <-chan ProbeResult { return f.results }
 
 type fakeVolumes struct {
 	setups   int
@@ -922,5 +923,24 @@ func TestUnchangedStatusIsNotWrittenAgain(t *testing.T) {
 		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
 			t.Fatalf("status written again without a change")
 		}
+	}
+}
+
+func TestProbeResultsMarkLivenessFailures(t *testing.T) {
+	h := newHarness(t)
+	results := make(chan ProbeResult)
+	h.probes.results = results
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.k.probeLoop(ctx) }()
+	results <- ProbeResult{UID: "u", Container: "a", ContainerID: "abc", Kind: ProbeReadiness, Success: false}
+	results <- ProbeResult{UID: "u", Container: "a", ContainerID: "kubette://def", Kind: ProbeLiveness, Success: false}
+	results <- ProbeResult{UID: "u", Container: "a", ContainerID: "ghi", Kind: ProbeLiveness, Success: true}
+	cancel()
+	<-done
+	h.k.mu.Lock()
+	defer h.k.mu.Unlock()
+	if len(h.k.liveness) != 1 || !h.k.liveness["def"] {
+		t.Errorf("liveness failures: %v", h.k.liveness)
 	}
 }

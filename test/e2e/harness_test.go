@@ -186,10 +186,11 @@ type cluster struct {
 
 var kubeconfigLine = regexp.MustCompile(`(?m)^kubeconfig: (.+)$`)
 
-// startCluster runs `kubette up` on a new data dir and a free port.
+// startCluster runs `kubette up --node=false` (a control plane without a node) on a new data
+// dir and a free port; startNodeCluster runs a whole cluster with this machine as its node.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	return startControlPlane(t, "up")
+	return startControlPlane(t, "up", "--node=false")
 }
 
 // startControlPlane runs `kubette <subcommand> --data-dir D --port P extraArgs...` on a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -68,7 +69,7 @@ func (k *Kubelet) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		k.triggerAfter(pod.UID, k.pullBackoff.Get(key))
 		return "", reasonErrImagePull, criMessage(err)
 	}
-	took := k.clock.Since(start)
+	took := k.clock.Since(start).Truncate(time.Millisecond)
 	var size uint64
 	if st, err := k.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
 		size = st.Image.Size

@@ -1,13 +1,9 @@
 package kubelet
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,16 +13,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
-
-// Limits on termination messages, as upstream's.
-const (
-	maxTerminationMessage = 4096
-	fallbackLogLines      = 80
-	fallbackLogBytes      = 2048
 )
 
 // containerIDPrefix marks the runtime in a status's containerID.
@@ -74,10 +62,6 @@ func sandboxIPs(pod *v1.Pod, st *runtimeapi.PodSandboxStatus, hostIPs []string) 
 		ips = append(ips, ip.Ip)
 	}
 	return ips
-}
-
-func (k *Kubelet) terminationLogPath(uid types.UID, name string, restartCount int) string {
-	return filepath.Join(k.cfg.RootDir, "pods", string(uid), "containers", name, strconv.Itoa(restartCount))
 }
 
 // podStatus computes the pod's status from the runtime (upstream's generateAPIPodStatus):
@@ -300,221 +284,6 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, c *
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: msg}
 	}
 	return cs
-}
-
-// terminated is the terminated state of an exited container instance.
-func (k *Kubelet) terminated(pod *v1.Pod, c *v1.Container, inst *containerState) *v1.ContainerStateTerminated {
-	s := inst.status
-	if s.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-		return nil
-	}
-	t := &v1.ContainerStateTerminated{
-		ExitCode:    s.ExitCode,
-		Reason:      s.Reason,
-		Message:     s.Message,
-		ContainerID: containerIDPrefix + s.Id,
-	}
-	if s.StartedAt != 0 {
-		t.StartedAt = apiTime(time.Unix(0, s.StartedAt))
-	}
-	if s.FinishedAt != 0 {
-		t.FinishedAt = apiTime(time.Unix(0, s.FinishedAt))
-	}
-	if t.Reason == "" {
-		t.Reason = "Error"
-		if t.ExitCode == 0 {
-			t.Reason = "Completed"
-		}
-	}
-	// What the container wrote enriches the runtime's message, as upstream.
-	if msg := k.terminationMessage(pod, c, inst); msg != "" {
-		if t.Message != "" {
-			t.Message += ": "
-		}
-		t.Message += msg
-	}
-	return t
-}
-
-// terminationMessage reads what the container wrote to its termination message path, or,
-// with FallbackToLogsOnError and a failure, the tail of its log.
-func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *containerState) string {
-	if c.TerminationMessagePath != "" {
-		if f, err := os.Open(k.terminationLogPath(pod.UID, c.Name, inst.restartCount)); err == nil {
-			b, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
-			f.Close()
-			if len(b) > 0 {
-				return string(b)
-			}
-		}
-	}
-	// A container that could not even start has no logs to fall back to.
-	if c.TerminationMessagePolicy != v1.TerminationMessageFallbackToLogsOnError || inst.status.ExitCode == 0 ||
-		inst.status.Reason == "ContainerCannotRun" {
-		return ""
-	}
-	logPath := inst.status.LogPath
-	if logPath == "" {
-		logPath = filepath.Join(podLogDir(k.cfg.LogDir, pod), c.Name, strconv.Itoa(inst.restartCount)+".log")
-	}
-	return tailCRILog(logPath, fallbackLogLines, fallbackLogBytes)
-}
-
-// tailCRILog returns the last lines of a CRI-format log ("<time> <stream> <P|F> <text>"),
-// at most maxBytes of them.
-func tailCRILog(path string, lines, maxBytes int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	partial := ""
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), " ", 4)
-		if len(f) < 3 {
-			continue
-		}
-		text := ""
-		if len(f) == 4 {
-			text = f[3]
-		}
-		if f[2] == "P" {
-			partial += text
-			continue
-		}
-		out = append(out, partial+text)
-		partial = ""
-	}
-	if len(out) > lines {
-		out = out[len(out)-lines:]
-	}
-	s := strings.Join(out, "\n")
-	if len(out) > 0 {
-		s += "\n"
-	}
-	if len(s) > maxBytes {
-		s = s[len(s)-maxBytes:]
-	}
-	return s
-}
-
-// getPhase computes the pod phase from its container statuses, by upstream's rules.
-func getPhase(pod *v1.Pod, statuses []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
-	find := func(name string) (v1.ContainerStatus, bool) {
-		for _, s := range statuses {
-			if s.Name == name {
-				return s, true
-			}
-		}
-		return v1.ContainerStatus{}, false
-	}
-	spec := pod.Spec
-	pendingInit, pendingSidecars, failedInit := 0, 0, 0
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		if isSidecar(c) {
-			continue
-		}
-		s, ok := find(c.Name)
-		switch {
-		case !ok || s.State.Running != nil:
-			pendingInit++
-		case s.State.Terminated != nil:
-			if s.State.Terminated.ExitCode != 0 {
-				failedInit++
-			}
-		case s.State.Waiting != nil:
-			if t := s.LastTerminationState.Terminated; t != nil {
-				if t.ExitCode != 0 {
-					failedInit++
-				}
-			} else {
-				pendingInit++
-			}
-		default:
-			pendingInit++
-		}
-	}
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		if !isSidecar(c) {
-			continue
-		}
-		s, ok := find(c.Name)
-		switch {
-		case !ok:
-			unknown++
-		case s.State.Running != nil:
-			if s.Started == nil || !*s.Started {
-				pendingSidecars++
-			}
-			running++
-		case s.State.Terminated != nil:
-		case s.State.Waiting != nil:
-			if s.LastTerminationState.Terminated == nil {
-				pendingSidecars++
-				waiting++
-			}
-		default:
-			pendingSidecars++
-			unknown++
-		}
-	}
-	for _, c := range spec.Containers {
-		s, ok := find(c.Name)
-		switch {
-		case !ok:
-			unknown++
-		case s.State.Running != nil:
-			running++
-		case s.State.Terminated != nil:
-			stopped++
-			if s.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-		case s.State.Waiting != nil:
-			if s.LastTerminationState.Terminated != nil {
-				stopped++
-			} else {
-				waiting++
-			}
-		default:
-			unknown++
-		}
-	}
-	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
-		return v1.PodFailed
-	}
-	switch {
-	case pendingInit > 0 || (pendingSidecars > 0 && running == 0):
-		return v1.PodPending
-	case waiting > 0:
-		return v1.PodPending
-	case running > 0 && unknown == 0:
-		return v1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
-		if podIsTerminal {
-			if stopped == succeeded {
-				return v1.PodSucceeded
-			}
-			return v1.PodFailed
-		}
-		if spec.RestartPolicy == v1.RestartPolicyAlways {
-			return v1.PodRunning
-		}
-		if stopped == succeeded {
-			return v1.PodSucceeded
-		}
-		if spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning
-	default:
-		return v1.PodPending
-	}
 }
 
 // writeStatus writes the pod's status through the status subresource when it changed,

@@ -160,7 +160,11 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	if err := c.Sync(ctx, key); err != nil {
-		if ctx.Err() == nil {
+		var stale errStaleCache
+		if errors.As(err, &stale) {
+			// Routine: the watch of its own write is on its way.
+			c.log.Debug("waiting for the cache", "service", key)
+		} else if ctx.Err() == nil {
 			c.log.Error("sync failed", "service", key, "err", err)
 		}
 		c.queue.AddRateLimited(key)

@@ -17,6 +17,17 @@ import (
 	"github.com/kubette/kubette/internal/controller/podstate"
 )
 
+// errStaleCache reports that the Endpoints cache still holds a state the
+// controller replaced; the Service is retried.
+type errStaleCache struct{ key, resourceVersion string }
+
+func (e errStaleCache) Error() string {
+	if e.resourceVersion == "" {
+		return fmt.Sprintf("endpoints cache of %s lacks an Endpoints object that exists", e.key)
+	}
+	return fmt.Sprintf("endpoints cache of %s is older than the controller's own write (resourceVersion %s)", e.key, e.resourceVersion)
+}
+
 // Sync brings the Endpoints of the Service of key ("namespace/name") to what
 // its selected pods say, or deletes them when the Service is gone. A Service
 // without a selector, or of type ExternalName, is left alone. It reads only
@@ -61,7 +72,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	case err != nil:
 		return fmt.Errorf("get Endpoints %s from cache: %w", key, err)
 	case c.stale.isStale(current):
-		return fmt.Errorf("endpoints cache of %s is older than the controller's own write (resourceVersion %s)", key, current.ResourceVersion)
+		return errStaleCache{key: key, resourceVersion: current.ResourceVersion}
 	}
 	create := current.ResourceVersion == ""
 	wantLabels := endpointsLabels(svc)
@@ -93,6 +104,10 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		if err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // creations in a terminating namespace keep failing
+			}
+			if apierrors.IsAlreadyExists(err) {
+				// Most likely its own creation, not yet in the cache.
+				return errStaleCache{key: key}
 			}
 			c.recorder.Eventf(next, corev1.EventTypeWarning, "FailedToCreateEndpoint",
 				"Failed to create endpoint for service %v/%v: %v", namespace, name, err)

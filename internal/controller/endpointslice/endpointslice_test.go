@@ -404,6 +404,30 @@ func TestMinimalUpdates(t *testing.T) {
 		}
 	})
 
+	t.Run("new pods all go into one slice that takes them", func(t *testing.T) {
+		p4, p5, p6 := newPod("web", 4), newPod("web", 5), newPod("web", 6)
+		f := newFixture(t, 4, svc, node, p1, p2, p3, p4, p5, p6,
+			existingSlice(t, "web-a", svc, p1, p2, p3), existingSlice(t, "web-b", svc, p4))
+		f.mustSync("web")
+		f.wantActions("update endpointslices web-b")
+		if got := len(f.written()[0].Endpoints); got != 3 {
+			t.Errorf("%d endpoints", got)
+		}
+	})
+
+	t.Run("new pods fill slices with room before new ones are created", func(t *testing.T) {
+		p4, p5, p6, p7, p8 := newPod("web", 4), newPod("web", 5), newPod("web", 6), newPod("web", 7), newPod("web", 8)
+		f := newFixture(t, 4, svc, node, p1, p2, p3, p4, p5, p6, p7, p8,
+			existingSlice(t, "web-a", svc, p1, p2, p3), existingSlice(t, "web-b", svc, p4, p5, p6))
+		f.mustSync("web")
+		f.wantActions("update endpointslices web-a", "update endpointslices web-b")
+		for _, s := range f.written() {
+			if len(s.Endpoints) != 4 {
+				t.Errorf("slice %s has %d endpoints", s.Name, len(s.Endpoints))
+			}
+		}
+	})
+
 	t.Run("new pods go into the slice being updated", func(t *testing.T) {
 		f := newFixture(t, 0, svc, node, p1, newPod("web", 2, notReady()), p3, newPod("web", 4),
 			existingSlice(t, "web-abc", svc, p1, p2, p3))
@@ -462,6 +486,19 @@ func TestStaleSlicesDeleted(t *testing.T) {
 		f.wantActions("update endpointslices web-a")
 		if got := portsOf(f.written()[0]); !slices.Equal(got, []string{"http=8080", "metrics=9200"}) {
 			t.Errorf("ports %v", got)
+		}
+	})
+
+	t.Run("the placeholder is reused for the first endpoints", func(t *testing.T) {
+		f := newFixture(t, 0, svc, node)
+		f.mustSync("web")
+		ph := f.written()[0].DeepCopy()
+		ph.Name, ph.UID, ph.ResourceVersion = "web-ph", "ph-uid", "3"
+		f = newFixture(t, 0, svc, node, ph, p1)
+		f.mustSync("web")
+		f.wantActions("update endpointslices web-ph")
+		if got := portsOf(f.written()[0]); len(got) != 2 || len(f.written()[0].Endpoints) != 1 {
+			t.Errorf("slice ports %v endpoints %d", got, len(f.written()[0].Endpoints))
 		}
 	})
 

@@ -278,6 +278,10 @@ func (c *Controller) planService(svc *corev1.Service, pods []*corev1.Pod, existi
 		wanted[t] = true
 	}
 	var p plan
+	// Listers return objects in no particular order: sort, so that the
+	// same state always gives the same writes.
+	existing = append([]*discoveryv1.EndpointSlice(nil), existing...)
+	sort.Slice(existing, func(i, j int) bool { return existing[i].Name < existing[j].Name })
 	byType := make(map[discoveryv1.AddressType][]*discoveryv1.EndpointSlice)
 	for _, s := range existing {
 		if !wanted[s.AddressType] {
@@ -401,7 +405,7 @@ func (c *Controller) planAddressType(svc *corev1.Service, pods []*corev1.Pod, ex
 // planPortMapping plans the slices of one port mapping: existing slices keep
 // the endpoints still wanted (updated in place when any changed), empty ones
 // go, the remaining endpoints fill the slices being updated first (fullest
-// first), then one unchanged slice they all fit in, then new slices.
+// first), then unchanged slices, then new slices.
 func (c *Controller) planPortMapping(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, want *desiredGroup, at discoveryv1.AddressType) plan {
 	var p plan
 	var unchanged []*discoveryv1.EndpointSlice
@@ -419,11 +423,11 @@ func (c *Controller) planPortMapping(svc *corev1.Service, existing []*discoveryv
 		}
 		lbls, labelsChanged := sliceLabels(s, svc)
 		switch {
+		case len(kept) == 0:
+			// Nothing wanted is left in it (an empty placeholder included:
+			// the placeholder logic keeps it only while nothing else exists).
+			p.remove = append(p.remove, s)
 		case changed || len(kept) != len(s.Endpoints):
-			if len(kept) == 0 {
-				p.remove = append(p.remove, s)
-				continue
-			}
 			u := s.DeepCopy()
 			u.Endpoints = kept
 			u.Labels = lbls
@@ -446,32 +450,51 @@ func (c *Controller) planPortMapping(svc *corev1.Service, existing []*discoveryv
 			}
 		}
 	}
+	// What is left goes, as upstream, into the fullest unchanged slice that
+	// takes all of it; failing that (unlike upstream, which then creates
+	// slices at once), unchanged slices with room are filled, fullest first,
+	// so that slices grown one sync at a time stay packed; then new slices.
+	if n := want.len(); n > 0 && n < max {
+		best := -1
+		for i, s := range unchanged {
+			if len(s.Endpoints)+n <= max && (best < 0 || len(s.Endpoints) > len(unchanged[best].Endpoints)) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			p.update = append(p.update, c.fillSlice(svc, unchanged[best], want))
+			unchanged = append(unchanged[:best], unchanged[best+1:]...)
+		}
+	}
+	if want.len() > 0 {
+		sort.SliceStable(unchanged, func(i, j int) bool { return len(unchanged[i].Endpoints) > len(unchanged[j].Endpoints) })
+		for _, s := range unchanged {
+			if want.len() == 0 {
+				break
+			}
+			if len(s.Endpoints) < max {
+				p.update = append(p.update, c.fillSlice(svc, s, want))
+			}
+		}
+	}
 	for want.len() > 0 {
-		var fill *discoveryv1.EndpointSlice
-		if want.len() < max {
-			// The fullest unchanged slice that takes all that is left.
-			best := -1
-			for i, s := range unchanged {
-				if len(s.Endpoints)+want.len() <= max && (best < 0 || len(s.Endpoints) > len(unchanged[best].Endpoints)) {
-					best = i
-				}
-			}
-			if best >= 0 {
-				fill = unchanged[best].DeepCopy()
-				fill.Labels, _ = sliceLabels(fill, svc)
-				unchanged = append(unchanged[:best], unchanged[best+1:]...)
-				p.update = append(p.update, fill)
-			}
-		}
-		if fill == nil {
-			fill = newSlice(svc, want.ports, at)
-			p.create = append(p.create, fill)
-		}
+		fill := newSlice(svc, want.ports, at)
 		for len(fill.Endpoints) < max && want.len() > 0 {
 			fill.Endpoints = append(fill.Endpoints, *want.pop())
 		}
+		p.create = append(p.create, fill)
 	}
 	return p
+}
+
+// fillSlice returns a copy of s, with current labels, topped up from want.
+func (c *Controller) fillSlice(svc *corev1.Service, s *discoveryv1.EndpointSlice, want *desiredGroup) *discoveryv1.EndpointSlice {
+	fill := s.DeepCopy()
+	fill.Labels, _ = sliceLabels(fill, svc)
+	for len(fill.Endpoints) < c.maxEndpointsPerSlice && want.len() > 0 {
+		fill.Endpoints = append(fill.Endpoints, *want.pop())
+	}
+	return fill
 }
 
 // apply writes p: creations (unless the Service is being deleted), updates,

@@ -87,6 +87,7 @@ type Kubelet struct {
 	mu        sync.Mutex
 	workers   map[types.UID]*podWorker
 	liveness  map[string]bool // container IDs whose liveness probe failed
+	timers    map[types.UID]*podTimer
 	runCtx    context.Context // nil before Run
 	stopped   bool            // no new workers once Run is returning
 	workersWG sync.WaitGroup
@@ -137,6 +138,7 @@ func New(cfg Config) (*Kubelet, error) {
 		pullBackoff:  flowcontrol.NewFakeBackOff(cfg.BackoffInitial, cfg.BackoffMax, cfg.Clock),
 		workers:      map[types.UID]*podWorker{},
 		liveness:     map[string]bool{},
+		timers:       map[types.UID]*podTimer{},
 	}
 	if k.recorder == nil {
 		k.events = record.NewBroadcaster()
@@ -206,6 +208,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		cancel()
 		k.mu.Lock()
 		k.stopped = true
+		for uid, t := range k.timers {
+			t.timer.Stop()
+			delete(k.timers, uid)
+		}
 		k.mu.Unlock()
 		for _, f := range k.informers {
 			f.Shutdown()

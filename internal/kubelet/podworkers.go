@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // podWorker serialises the syncs of one pod UID: triggers coalesce in a one-slot channel, and
@@ -53,9 +54,38 @@ func (k *Kubelet) trigger(uid types.UID) {
 	}
 }
 
-// triggerAfter syncs the pod again after d.
+// triggerAfter syncs the pod again after d. A pod has at most one pending timer, the
+// earliest asked for; Run stops the pending timers when it returns.
 func (k *Kubelet) triggerAfter(uid types.UID, d time.Duration) {
-	k.clock.AfterFunc(max(d, 0)+10*time.Millisecond, func() { k.trigger(uid) })
+	d = max(d, 0) + 10*time.Millisecond
+	at := k.clock.Now().Add(d)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	if t, ok := k.timers[uid]; ok {
+		if !t.at.After(at) {
+			return
+		}
+		t.timer.Stop()
+	}
+	entry := &podTimer{at: at}
+	entry.timer = k.clock.AfterFunc(d, func() {
+		k.mu.Lock()
+		if k.timers[uid] == entry {
+			delete(k.timers, uid)
+		}
+		k.mu.Unlock()
+		k.trigger(uid)
+	})
+	k.timers[uid] = entry
+}
+
+// podTimer is a pending delayed sync.
+type podTimer struct {
+	at    time.Time
+	timer clock.Timer
 }
 
 // runWorker runs the syncs of one pod until ctx is done or the pod is gone from both the API

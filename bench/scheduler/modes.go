@@ -10,11 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/kubette/kubette/bench/internal/benchutil"
 	"github.com/kubette/kubette/internal/scheduler"
@@ -91,6 +93,9 @@ func deleteNodes(ctx context.Context, cs kubernetes.Interface, runID string, out
 // spec.schedulerName is name (the cluster's own scheduler ignores them) until
 // the returned stop is called; stop waits for it to end.
 func startScheduler(ctx context.Context, cfg *rest.Config, name string) (stop func() error) {
+	// The scheduler's event broadcaster logs through klog: every event still queued
+	// when the bench stops it would print a line.
+	klog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {

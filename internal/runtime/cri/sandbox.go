@@ -285,9 +285,7 @@ func (s *Server) removeSandbox(ctx context.Context, sb *sandbox, grace time.Dura
 			return fmt.Errorf("failed to remove sandbox %s: %w", id, err)
 		}
 	}
-	if sb.cfg.GetLinux().GetCgroupParent() == "" {
-		s.removeCgroupParent(id)
-	}
+	s.removeCgroupParent(sb)
 	dir := s.sandboxDir(id)
 	if err := os.Remove(filepath.Join(dir, "meta.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to remove sandbox %s: %w", id, err)
@@ -393,17 +391,39 @@ func (s *Server) Down(ctx context.Context) error {
 // defaultCgroupParent is the cgroup of a sandbox's containers when the kubelet names none.
 func defaultCgroupParent(sandboxID string) string { return "/kubette/pod-" + sandboxID[:12] }
 
-// removeCgroupParent removes the default cgroup parent of a sandbox from every cgroup v1
-// hierarchy (runc removes the containers' cgroups, not their parents); best effort.
-func (s *Server) removeCgroupParent(sandboxID string) {
+// sandboxCgroupParent is the cgroup parent of a sandbox's containers.
+func sandboxCgroupParent(sb *sandbox) string {
+	if p := sb.cfg.GetLinux().GetCgroupParent(); p != "" {
+		return p
+	}
+	return defaultCgroupParent(sb.meta.ID)
+}
+
+// removeCgroupParent removes a removed sandbox's cgroup parent from every cgroup v1
+// hierarchy (runc removes the containers' cgroups, not their parents), unless another
+// sandbox shares it. Only parents below /kubette/ are kubette's to remove (the default one
+// or the kubelet's /kubette/pod<uid>); a non-empty cgroup stays. Best effort.
+func (s *Server) removeCgroupParent(sb *sandbox) {
+	parent := filepath.Clean(sandboxCgroupParent(sb))
+	if !strings.HasPrefix(parent, "/kubette/") {
+		return
+	}
+	s.mu.Lock()
+	for _, other := range s.sandboxes {
+		if other != sb && filepath.Clean(sandboxCgroupParent(other)) == parent {
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.mu.Unlock()
 	hierarchies, err := os.ReadDir(s.cfg.CgroupRoot)
 	if err != nil {
 		return
 	}
 	for _, h := range hierarchies {
-		dir := filepath.Join(s.cfg.CgroupRoot, h.Name(), defaultCgroupParent(sandboxID))
+		dir := filepath.Join(s.cfg.CgroupRoot, h.Name(), parent)
 		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.log.Warn("cannot remove a sandbox's cgroup", "dir", dir, "err", err)
+			s.log.Debug("cannot remove a sandbox's cgroup", "dir", dir, "err", err)
 		}
 	}
 }

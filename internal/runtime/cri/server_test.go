@@ -951,3 +951,41 @@ func TestConcurrentSameNameCreatesOnlyOne(t *testing.T) {
 		t.Errorf("%d container directories, want 1", len(ents))
 	}
 }
+
+func TestRemovePodSandboxRemovesTheKubeletsCgroupParent(t *testing.T) {
+	e := newEnv(t)
+	run := func(attempt uint32) string {
+		cfg := sandboxConfig("pod", nil)
+		cfg.Metadata.Attempt = attempt
+		cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubette/poduid-pod"}
+		r, err := e.srv.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.PodSandboxId
+	}
+	old, cur := run(0), run(1)
+	cg := filepath.Join(e.cfg.CgroupRoot, "memory", "kubette", "poduid-pod")
+	if err := os.MkdirAll(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(e.cfg.CgroupRoot, "memory", "kubepods", "podx")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: old}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg); err != nil {
+		t.Errorf("the cgroup parent another attempt shares was removed: %v", err)
+	}
+	if _, err := e.srv.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: cur}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg); !os.IsNotExist(err) {
+		t.Errorf("the cgroup parent is left: %v", err)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("a cgroup outside /kubette/ was touched: %v", err)
+	}
+}

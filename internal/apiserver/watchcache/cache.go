@@ -269,7 +269,11 @@ func (c *Cache) apply(se storage.Event) error {
 	} else {
 		c.items[se.Key] = ev.Object
 	}
-	c.push(ev)
+	// The window keeps the event without its serialisations: they live only as long as
+	// the watchers that were sent the event hold it, not for the window's whole span.
+	kept := ev
+	kept.enc = nil
+	c.push(kept)
 	c.rev = se.Revision
 	c.advanced()
 	c.dispatch(ev)

@@ -1,0 +1,261 @@
+// Command podstartup measures pod startup latency on a real kubette node: the time from the
+// pod's create request to the watch event that shows it Running, for pods whose image is
+// already on the node, one at a time and then several at a time.
+//
+//	go build -o /tmp/kubette ./cmd/kubette
+//	sudo /tmp/kubette up --data-dir /tmp/kb --port 16443 &
+//	go run ./bench/podstartup --kubeconfig /tmp/kb/admin.kubeconfig --kubette /tmp/kubette --data-dir /tmp/kb
+//
+// The bench builds a one-layer image from the host's static busybox, loads it with
+// `kubette image load`, and runs `sleep` pods with imagePullPolicy Never.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubette/kubette/bench/internal/benchutil"
+)
+
+const imageRef = "bench.kubette.io/busybox:podstartup"
+
+func main() {
+	var (
+		kubeconfig, kubette, dataDir, busybox string
+		pods, parallel                        int
+	)
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig of a cluster whose node is this machine")
+	flag.StringVar(&kubette, "kubette", "kubette", "the kubette binary (for `image load`)")
+	flag.StringVar(&dataDir, "data-dir", "/var/lib/kubette", "the node's data dir (for `image load`)")
+	flag.StringVar(&busybox, "busybox", "/bin/busybox", "a static busybox for the image")
+	flag.IntVar(&pods, "pods", 50, "pods per phase")
+	flag.IntVar(&parallel, "parallel", 10, "pods created at once in the second phase")
+	flag.Parse()
+	if err := run(kubeconfig, kubette, dataDir, busybox, pods, parallel); err != nil {
+		fmt.Fprintln(os.Stderr, "podstartup:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, kubette, dataDir, busybox string, pods, parallel int) error {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := loadImage(kubette, dataDir, busybox); err != nil {
+		return err
+	}
+	ns := fmt.Sprintf("podstartup-%d", time.Now().Unix())
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	defer func() {
+		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	// Warm-up: the first pod pays for one-time work (cgroup parents, the bridge).
+	if _, err := measure(ctx, client, ns, "warmup", 1, 1); err != nil {
+		return err
+	}
+	for _, phase := range []struct {
+		name string
+		at   int
+	}{{"sequential", 1}, {fmt.Sprintf("%d at a time", parallel), parallel}} {
+		lat, err := measure(ctx, client, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
+		if err != nil {
+			return fmt.Errorf("%s: %w", phase.name, err)
+		}
+		s := benchutil.Sorted(lat)
+		fmt.Printf("%-14s pods %3d  create→Running p50 %s  p90 %s  p99 %s  max %s\n", phase.name+":", len(s),
+			benchutil.FormatDuration(benchutil.Percentile(s, 50)), benchutil.FormatDuration(benchutil.Percentile(s, 90)),
+			benchutil.FormatDuration(benchutil.Percentile(s, 99)), benchutil.FormatDuration(s[len(s)-1]))
+	}
+	return nil
+}
+
+// measure creates n pods, at most `at` of them starting at once, and returns each one's time from create to
+// the watch event showing it Running; then it deletes them and waits until they are gone.
+func measure(ctx context.Context, client kubernetes.Interface, ns, prefix string, n, at int) ([]time.Duration, error) {
+	label := map[string]string{"bench": prefix}
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	runningAt := map[string]time.Time{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			if p.Status.Phase == v1.PodRunning {
+				mu.Lock()
+				if _, seen := runningAt[p.Name]; !seen {
+					runningAt[p.Name] = time.Now()
+				}
+				finished := len(runningAt) == n
+				mu.Unlock()
+				if finished {
+					return
+				}
+			}
+		}
+	}()
+	sem := make(chan struct{}, at)
+	var wg sync.WaitGroup
+	var createErr error
+	var errOnce sync.Once
+	for i := range n {
+		name := fmt.Sprintf("%s-%03d", prefix, i)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			pod := benchPod(name, label)
+			mu.Lock()
+			started[name] = time.Now()
+			mu.Unlock()
+			if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				errOnce.Do(func() { createErr = err })
+				return
+			}
+			// Hold the slot until this pod runs: at most `at` pods are starting at once.
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				mu.Lock()
+				_, ok := runningAt[name]
+				mu.Unlock()
+				if ok {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if createErr != nil {
+		return nil, createErr
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		return nil, errors.New("pods not Running within 2 minutes")
+	}
+	var out []time.Duration
+	mu.Lock()
+	for name, at := range runningAt {
+		out = append(out, at.Sub(started[name]))
+	}
+	mu.Unlock()
+	zero := int64(0)
+	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+		metav1.ListOptions{LabelSelector: "bench=" + prefix}); err != nil {
+		return nil, fmt.Errorf("delete pods: %w", err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
+		if err == nil && len(l.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("pods not gone within 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out, nil
+}
+
+func benchPod(name string, labels map[string]string) *v1.Pod {
+	zero := int64(0)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []v1.Container{{
+				Name: "sleep", Image: imageRef, ImagePullPolicy: v1.PullNever,
+				Command: []string{"/bin/busybox", "sleep", "3600"},
+			}},
+		},
+	}
+}
+
+// loadImage builds a one-layer busybox image and loads it with `kubette image load`.
+func loadImage(kubette, dataDir, busybox string) error {
+	bin, err := os.ReadFile(busybox)
+	if err != nil {
+		return fmt.Errorf("busybox: %w", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bin))},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(bin); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return err
+	}
+	ref, err := name.NewTag(imageRef)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "podstartup-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "image.tar")
+	if err := tarball.WriteToFile(path, ref, img); err != nil {
+		return err
+	}
+	out, err := exec.Command(kubette, "image", "load", "--data-dir", dataDir, path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubette image load: %w: %s", err, out)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package ingress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubette/kubette/internal/ingress/nginx"
+	"github.com/kubette/kubette/internal/testenv/needs"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// goldenPrefix stands for the data directory in golden files.
+const goldenPrefix = "/PREFIX"
+
+func loadInputs(t *testing.T, file string) Inputs {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	var in Inputs
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", file, err)
+		}
+		switch o := obj.(type) {
+		case *networkingv1.Ingress:
+			in.Ingresses = append(in.Ingresses, o)
+		case *corev1.Service:
+			in.Services = append(in.Services, o)
+		case *discoveryv1.EndpointSlice:
+			in.Slices = append(in.Slices, o)
+		case *corev1.Secret:
+			in.Secrets = append(in.Secrets, o)
+		default:
+			t.Fatalf("%s: unexpected %T", file, obj)
+		}
+	}
+	return in
+}
+
+// renderGolden is what a golden file holds: the problems as comments, then
+// nginx.conf.
+func renderGolden(m Model) []byte {
+	var b bytes.Buffer
+	for _, s := range m.Served {
+		fmt.Fprintf(&b, "# served: %s\n", s)
+	}
+	for _, p := range m.Problems {
+		fmt.Fprintf(&b, "# problem: %s %s: %s\n", p.Ingress, p.Reason, p.Message)
+	}
+	b.Write(nginx.Render(m.Config))
+	return b.Bytes()
+}
+
+func goldenCases(t *testing.T) []string {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata: %v", err)
+	}
+	return files
+}
+
+func TestGolden(t *testing.T) {
+	for _, file := range goldenCases(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			m := Build(Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}, loadInputs(t, file))
+			got := renderGolden(m)
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestGolden -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs (go test -run TestGolden -update rewrites it):\n%s", golden, lineDiff(string(want), string(got)))
+			}
+			// Rendering is pure: the same inputs give the same bytes.
+			if again := renderGolden(Build(Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}, loadInputs(t, file))); !bytes.Equal(again, got) {
+				t.Errorf("two builds of the same inputs differ")
+			}
+		})
+	}
+}
+
+// TestGoldenNginxAccepts runs the real `nginx -t` on every golden config,
+// with the prefix and certificates made real.
+func TestGoldenNginxAccepts(t *testing.T) {
+	bin := needs.Binary(t, "nginx", "nginx")
+	for _, file := range goldenCases(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := Build(Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}, loadInputs(t, file))
+			if err := prepareDirs(dir); err != nil {
+				t.Fatal(err)
+			}
+			for f, pem := range m.Certs {
+				f = dir + strings.TrimPrefix(f, goldenPrefix)
+				if err := os.WriteFile(f, pem, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden, err := os.ReadFile(strings.TrimSuffix(file, ".yaml") + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf := filepath.Join(dir, "conf", "nginx.conf")
+			if err := os.WriteFile(conf, bytes.ReplaceAll(golden, []byte(goldenPrefix), []byte(dir)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := nginx.Check(context.Background(), bin, dir, conf); err != nil {
+				t.Fatalf("nginx -t %s: %v", name, err)
+			}
+		})
+	}
+}
+
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
+}

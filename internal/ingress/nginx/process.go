@@ -1,0 +1,174 @@
+package nginx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process runs one nginx master in the foreground (`daemon off;` in the
+// config) as a child of the controller and restarts it when it dies.
+//
+// Foreground rather than daemon mode: the controller is then nginx's parent,
+// learns of its death from wait(2) at once instead of polling a pid file, can
+// never signal an unrelated process that reused a stale pid, and the child
+// gets SIGTERM through the parent-death signal if the controller is killed.
+type Process struct {
+	// Binary is the nginx executable.
+	Binary string
+	// Prefix is nginx's prefix directory (see Config.Prefix).
+	Prefix string
+	// Conf is the configuration file the master reads (and re-reads on
+	// reload).
+	Conf string
+	// Logger receives start, exit and restart messages.
+	Logger *slog.Logger
+	// MinRestartDelay and MaxRestartDelay bound the back-off between
+	// restarts (defaults 100 ms and 10 s).
+	MinRestartDelay, MaxRestartDelay time.Duration
+	// StopTimeout is how long a graceful stop (SIGQUIT) may take before the
+	// master is killed (default 10 s).
+	StopTimeout time.Duration
+
+	mu     sync.Mutex
+	pid    int
+	starts int
+}
+
+// Run starts nginx and keeps it running until ctx is done; then it stops
+// nginx gracefully (SIGQUIT, SIGKILL after StopTimeout) and returns.
+func (p *Process) Run(ctx context.Context) error {
+	minDelay, maxDelay := p.MinRestartDelay, p.MaxRestartDelay
+	if minDelay <= 0 {
+		minDelay = 100 * time.Millisecond
+	}
+	if maxDelay <= 0 {
+		maxDelay = 10 * time.Second
+	}
+	stop := p.StopTimeout
+	if stop <= 0 {
+		stop = 10 * time.Second
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	p.killStale(log)
+	delay := minDelay
+	for {
+		started := time.Now()
+		err := p.runOnce(ctx, stop)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(started) > time.Minute {
+			delay = minDelay
+		}
+		log.Warn("nginx exited; restarting", "err", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxDelay)
+	}
+}
+
+func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
+	cmd := exec.Command(p.Binary, "-p", p.Prefix+"/", "-e", filepath.Join(p.Prefix, "logs", "error.log"), "-c", p.Conf)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start nginx: %w", err)
+	}
+	p.mu.Lock()
+	p.pid = cmd.Process.Pid
+	p.starts++
+	p.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		p.mu.Lock()
+		p.pid = 0
+		p.mu.Unlock()
+	}()
+	select {
+	case err := <-done:
+		return fmt.Errorf("nginx (pid %d): %w", cmd.Process.Pid, err)
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	t := time.NewTimer(stop)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	return nil
+}
+
+// killStale stops a master that a previous controller left running with
+// this prefix (found through its pid file), so the ports are free.
+func (p *Process) killStale(log *slog.Logger) {
+	b, err := os.ReadFile(filepath.Join(p.Prefix, "nginx.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), p.Conf) {
+		return
+	}
+	log.Info("stopping an nginx left by a previous run", "pid", pid)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 100; i++ {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// Reload asks the running master to re-read its configuration (SIGHUP). It
+// reports false when no master is running (the next start reads the new
+// configuration anyway).
+func (p *Process) Reload() (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pid == 0 {
+		return false, nil
+	}
+	if err := syscall.Kill(p.pid, syscall.SIGHUP); err != nil {
+		return false, fmt.Errorf("reload nginx (pid %d): %w", p.pid, err)
+	}
+	return true, nil
+}
+
+// Pid returns the running master's pid, 0 when none runs.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid
+}
+
+// Starts counts the masters started so far.
+func (p *Process) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}

@@ -73,8 +73,7 @@ type Kubelet struct {
 	cfg      Config
 	log      *slog.Logger
 	clock    clock.WithTickerAndDelayedExecution
-	recorder record.EventRecorder
-	events   record.EventBroadcaster // nil when cfg.Recorder was given
+	recorder record.EventRecorder // cfg.Recorder, or Run's own broadcaster's
 
 	podInformer  cache.SharedIndexInformer
 	nodeInformer cache.SharedIndexInformer
@@ -140,10 +139,6 @@ func New(cfg Config) (*Kubelet, error) {
 		liveness:     map[string]bool{},
 		timers:       map[types.UID]*podTimer{},
 	}
-	if k.recorder == nil {
-		k.events = record.NewBroadcaster()
-		k.recorder = k.events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
-	}
 	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
@@ -185,7 +180,7 @@ func (k *Kubelet) triggerObj(obj any) {
 	}
 }
 
-// Run runs the kubelet until ctx is done: it waits for the informers, then starts the PLEG,
+// Run runs the kubelet until ctx is done (call it once): it waits for the informers, then starts the PLEG,
 // the periodic resync and the probe result loop; pod workers start on demand. It returns
 // after every goroutine it started has stopped.
 func (k *Kubelet) Run(ctx context.Context) error {
@@ -196,9 +191,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if k.events != nil {
-		k.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")})
-		defer k.events.Shutdown()
+	if k.cfg.Recorder == nil {
+		// The broadcaster's goroutines live exactly as long as Run.
+		events := record.NewBroadcaster()
+		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cfg.Client.CoreV1().Events("")})
+		defer events.Shutdown()
+		k.recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
 	}
 	var wg sync.WaitGroup
 	for _, f := range k.informers {

@@ -32,15 +32,17 @@ type indexFile struct {
 	Images  []record `json:"images"`
 }
 
-// fileStamp identifies one version of index.json: a rename changes the inode, an
-// in-place change the size or mtime.
+// fileStamp identifies one version of index.json: writers rename a new file into place,
+// which changes the inode (unless a freed inode number is reused), the ctime, and mostly the
+// size and mtime.
 type fileStamp struct {
-	ino, size, mtimeNs int64
+	ino, size, mtimeNs, ctimeNs int64
 }
 
 func stampOf(fi fs.FileInfo) fileStamp {
 	st := fi.Sys().(*syscall.Stat_t)
-	return fileStamp{ino: int64(st.Ino), size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()}
+	return fileStamp{ino: int64(st.Ino), size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(),
+		ctimeNs: st.Ctim.Sec*1e9 + st.Ctim.Nsec}
 }
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, "index.json") }

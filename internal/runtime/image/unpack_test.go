@@ -3,7 +3,9 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
 	"github.com/kubette/kubette/internal/testenv/needs"
@@ -264,4 +267,30 @@ func rawBlock(name string, typ byte, size int) []byte {
 
 func padBlock(b []byte) []byte {
 	return append(b, make([]byte, (512-len(b)%512)%512)...)
+}
+
+func TestDecompress(t *testing.T) {
+	plain := tarOf(t, entry{name: "f", data: "hello"})
+	var gz, zs bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	enc, err := zstd.NewWriter(&zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Write(plain)
+	enc.Close()
+	for name, in := range map[string][]byte{"plain": plain, "gzip": gz.Bytes(), "zstd": zs.Bytes()} {
+		rc, err := decompress(bytes.NewReader(in))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		out, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(out, plain) {
+			t.Errorf("%s: got %d bytes, %v", name, len(out), err)
+		}
+	}
 }

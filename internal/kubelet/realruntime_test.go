@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,54 @@ func TestRealRuntimeRestartsAndAdoption(t *testing.T) {
 		if err != nil || len(left) != 0 {
 			t.Errorf("containers of %s left: %d %v", p.Name, len(left), err)
 		}
+	}
+}
+
+// TestRealRuntimePodNetwork runs a pod in its own network namespace when
+// KUBETTE_TEST_POD_CIDR is also set (the runtime is handed that pod CIDR): the pod's IP in the
+// status is the sandbox's, inside the CIDR.
+func TestRealRuntimePodNetwork(t *testing.T) {
+	cidr := os.Getenv("KUBETTE_TEST_POD_CIDR")
+	if cidr == "" {
+		t.Skip("KUBETTE_TEST_POD_CIDR is not set")
+	}
+	_, ipnet, err := net.ParseCIDR(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, client, image := realCluster(ctx, t)
+	if err := client.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidr}}); err != nil {
+		t.Fatal(err)
+	}
+	startReal(t, c, client)
+	grace := int64(1)
+	pod := c.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "net"}, Spec: v1.PodSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Containers: []v1.Container{{Name: "c", Image: image, ImagePullPolicy: v1.PullNever, Command: []string{"sh", "-c", "echo ip=$(POD_IP); exec sleep 1000"},
+			Env: []v1.EnvVar{{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}}},
+	}})
+	p := c.waitPod(pod, "Running", running)
+	ip := net.ParseIP(p.Status.PodIP)
+	if ip == nil || !ipnet.Contains(ip) || len(p.Status.PodIPs) != 1 || !podCondition(p, v1.PodReadyToStartContainers) {
+		t.Errorf("pod IPs %q %v not in %s", p.Status.PodIP, p.Status.PodIPs, cidr)
+	}
+	logPath := filepath.Join(c.root, "logs", "default_net_"+string(pod.UID), "c", "0.log")
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "ip="+p.Status.PodIP+"\n"), nil
+	}); err != nil {
+		b, _ := os.ReadFile(logPath)
+		t.Errorf("the container's POD_IP: log %q", b)
+	}
+	if err := c.client.CoreV1().Pods("default").Delete(ctx, "net", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().Pods("default").Get(ctx, "net", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatal("pod never deleted")
 	}
 }

@@ -62,13 +62,15 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // Down stops and removes every container and sandbox of DATA_DIR (unmounting their root
-// filesystems), then tears down the pod network (every sandbox network and the bridge).
+// filesystems), then tears down the pod network (every sandbox network and the bridge), and
+// finally sweeps what no record names: containers left in runc's state and mounts below
+// DATA_DIR/runtime.
 func Down(ctx context.Context, cfg Config) error {
 	p, err := open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	return errors.Join(p.srv.Down(ctx), p.net.Cleanup(ctx))
+	return errors.Join(p.srv.Down(ctx), p.net.Cleanup(ctx), sweep(ctx, p.cfg.Runc, filepath.Join(p.cfg.DataDir, "runtime")))
 }
 
 // parts are the opened pieces of the runtime.

@@ -1,0 +1,135 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// sweep removes what the records of a data dir no longer name, so that `kubette down` leaves
+// the machine clean even after a crash or a half-deleted data dir: every container still in
+// runc's state under the data dir is killed and deleted, and every mount below the data dir's
+// runtime directory (root filesystems, network namespaces) is unmounted, deepest first.
+func sweep(ctx context.Context, runcBin, dir string) error {
+	var errs []error
+	runcRoot := filepath.Join(dir, "runc")
+	if ids, err := runcList(ctx, runcBin, runcRoot); err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, id := range ids {
+			_ = exec.CommandContext(ctx, runcBin, "--root", runcRoot, "kill", id, "KILL").Run()
+			if out, err := exec.CommandContext(ctx, runcBin, "--root", runcRoot, "delete", "--force", id).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("runc delete %s: %w: %s", id, err, bytes.TrimSpace(out)))
+			}
+		}
+	}
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, m := range mounts {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runcList returns the IDs of the containers in runc's state directory root.
+func runcList(ctx context.Context, runcBin, root string) ([]string, error) {
+	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	out, err := exec.CommandContext(ctx, runcBin, "--root", root, "list", "--format", "json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("runc list: %w", err)
+	}
+	var list []struct {
+		ID string `json:"id"`
+	}
+	if s := bytes.TrimSpace(out); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		if err := json.Unmarshal(s, &list); err != nil {
+			return nil, fmt.Errorf("runc list: %w", err)
+		}
+	}
+	ids := make([]string, 0, len(list))
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+// mountsUnder returns the mount points at or below dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mounts: %w", err)
+	}
+	defer f.Close()
+	return parseMountsUnder(f, dir)
+}
+
+func parseMountsUnder(r interface{ Read([]byte) (int, error) }, dir string) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if mp == strings.TrimSuffix(dir, "/") || strings.HasPrefix(mp, prefix) {
+			out = append(out, mp)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read mounts: %w", err)
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return slices.Compact(out), nil
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, ok := octal(s[i+1 : min(i+4, len(s))]); ok {
+				b.WriteByte(n)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func octal(s string) (byte, bool) {
+	if len(s) != 3 {
+		return 0, false
+	}
+	var n int
+	for _, c := range s {
+		if c < '0' || c > '7' {
+			return 0, false
+		}
+		n = n*8 + int(c-'0')
+	}
+	return byte(n), n < 256
+}

@@ -25,6 +25,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubette/kubette/internal/controller"
@@ -41,6 +42,9 @@ const DefaultMaxEndpointsPerSlice = 100
 // maxEndpointsPerSliceLimit is the most endpoints the API accepts in a slice.
 const maxEndpointsPerSliceLimit = 1000
 
+// eventComponent is the component name on the events the controller records.
+const eventComponent = "endpointslice-controller"
+
 // podNodeIndex indexes pods by the name of their node.
 const podNodeIndex = "endpointslice.nodeName"
 
@@ -53,6 +57,7 @@ type Options struct {
 // Controller syncs the EndpointSlices of Services.
 type Controller struct {
 	client               kubernetes.Interface
+	recorder             record.EventRecorder // nil: no events
 	log                  *slog.Logger
 	maxEndpointsPerSlice int
 
@@ -79,6 +84,8 @@ func New(d controller.Deps) (controller.Runner, error) {
 
 // NewWithOptions builds the controller with o, registering its Service, pod,
 // node and EndpointSlice informers and handlers on the shared factory of d.
+// Failed syncs are recorded as events on the Service (as
+// "endpointslice-controller") when d has a Recorder.
 func NewWithOptions(d controller.Deps, o Options) (*Controller, error) {
 	if d.Client == nil || d.Informers == nil {
 		return nil, errors.New("endpointslice controller needs a client and informers")
@@ -93,12 +100,17 @@ func NewWithOptions(d controller.Deps, o Options) (*Controller, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	var recorder record.EventRecorder
+	if d.Recorder != nil {
+		recorder = d.Recorder(eventComponent)
+	}
 	svcInformer := d.Informers.Core().V1().Services()
 	podInformer := d.Informers.Core().V1().Pods()
 	nodeInformer := d.Informers.Core().V1().Nodes()
 	sliceInformer := d.Informers.Discovery().V1().EndpointSlices()
 	c := &Controller{
 		client:               d.Client,
+		recorder:             recorder,
 		log:                  log.With("controller", Name),
 		maxEndpointsPerSlice: o.MaxEndpointsPerSlice,
 		tracker:              newSliceTracker(),

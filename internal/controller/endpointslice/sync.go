@@ -33,12 +33,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	svc, err := c.serviceLister.Services(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.triggerTime.Delete(namespace, name)
-		// The tracker is keyed by UID: forget every Service of this name
-		// whose slices it still holds.
-		slices, _ := c.sliceLister.EndpointSlices(namespace).List(managedSelector(name))
-		for _, s := range slices {
-			c.tracker.deleteService(serviceUID(s))
-		}
+		c.tracker.deleteService(namespace, name)
 		return nil
 	}
 	if err != nil {
@@ -68,7 +63,14 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	// tracker's state current.
 	trigger := c.triggerTime.Compute(svc, pods)
 	p, planErr := c.planService(svc, pods, slices, c.nodeLister.Get)
-	return errors.Join(c.apply(ctx, svc, p, trigger), planErr)
+	if err := errors.Join(c.apply(ctx, svc, p, trigger), planErr); err != nil {
+		if c.recorder != nil {
+			c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
+				"Error updating Endpoint Slices for Service %s: %v", key, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // managedSelector selects the slices this controller manages for the Service name.

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -27,12 +26,12 @@ const deletionExpected = -1
 // increasing etcd revisions (see version).
 type sliceTracker struct {
 	mu sync.Mutex
-	// byService maps a Service UID to the versions of its slices, by slice UID.
-	byService map[types.UID]map[types.UID]int64
+	// byService maps a Service to the versions of its slices, by slice UID.
+	byService map[types.NamespacedName]map[types.UID]int64
 }
 
 func newSliceTracker() *sliceTracker {
-	return &sliceTracker{byService: make(map[types.UID]map[types.UID]int64)}
+	return &sliceTracker{byService: make(map[types.NamespacedName]map[types.UID]int64)}
 }
 
 // version orders the states of one slice: its resourceVersion as a number
@@ -45,20 +44,16 @@ func version(s *discoveryv1.EndpointSlice) int64 {
 	return v
 }
 
-// serviceUID is the UID of the Service controlling slice, or "".
-func serviceUID(s *discoveryv1.EndpointSlice) types.UID {
-	ref := metav1.GetControllerOfNoCopy(s)
-	if ref == nil || ref.Kind != "Service" {
-		return ""
-	}
-	return ref.UID
+// serviceOf names the Service a slice belongs to, by its service-name label.
+func serviceOf(s *discoveryv1.EndpointSlice) types.NamespacedName {
+	return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
 }
 
 // has reports whether the slice is tracked.
 func (t *sliceTracker) has(s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.byService[serviceUID(s)][s.UID]
+	_, ok := t.byService[serviceOf(s)][s.UID]
 	return ok
 }
 
@@ -67,7 +62,7 @@ func (t *sliceTracker) has(s *discoveryv1.EndpointSlice) bool {
 func (t *sliceTracker) shouldSync(s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v, ok := t.byService[serviceUID(s)][s.UID]
+	v, ok := t.byService[serviceOf(s)][s.UID]
 	return !ok || version(s) > v
 }
 
@@ -77,11 +72,11 @@ func (t *sliceTracker) shouldSync(s *discoveryv1.EndpointSlice) bool {
 func (t *sliceTracker) stale(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tracked := t.byService[svc.UID]
+	tracked := t.byService[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}]
 	seen := make(map[types.UID]bool, len(slices))
 	for _, s := range slices {
 		seen[s.UID] = true
-		if v, ok := t.byService[serviceUID(s)][s.UID]; ok && (v == deletionExpected || v > version(s)) {
+		if v, ok := t.byService[serviceOf(s)][s.UID]; ok && (v == deletionExpected || v > version(s)) {
 			return true
 		}
 	}
@@ -97,22 +92,22 @@ func (t *sliceTracker) stale(svc *corev1.Service, slices []*discoveryv1.Endpoint
 func (t *sliceTracker) update(s *discoveryv1.EndpointSlice) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	uid := serviceUID(s)
-	if t.byService[uid] == nil {
-		t.byService[uid] = make(map[types.UID]int64)
+	svc := serviceOf(s)
+	if t.byService[svc] == nil {
+		t.byService[svc] = make(map[types.UID]int64)
 	}
-	t.byService[uid][s.UID] = version(s)
+	t.byService[svc][s.UID] = version(s)
 }
 
 // expectDeletion records that the controller deleted the slice.
 func (t *sliceTracker) expectDeletion(s *discoveryv1.EndpointSlice) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	uid := serviceUID(s)
-	if t.byService[uid] == nil {
-		t.byService[uid] = make(map[types.UID]int64)
+	svc := serviceOf(s)
+	if t.byService[svc] == nil {
+		t.byService[svc] = make(map[types.UID]int64)
 	}
-	t.byService[uid][s.UID] = deletionExpected
+	t.byService[svc][s.UID] = deletionExpected
 }
 
 // handleDeletion forgets a deleted slice and reports whether the deletion
@@ -120,7 +115,7 @@ func (t *sliceTracker) expectDeletion(s *discoveryv1.EndpointSlice) {
 func (t *sliceTracker) handleDeletion(s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	slices, ok := t.byService[serviceUID(s)]
+	slices, ok := t.byService[serviceOf(s)]
 	if !ok {
 		return true
 	}
@@ -129,9 +124,9 @@ func (t *sliceTracker) handleDeletion(s *discoveryv1.EndpointSlice) bool {
 	return !ok || v != deletionExpected
 }
 
-// deleteService forgets every slice of the Service uid.
-func (t *sliceTracker) deleteService(uid types.UID) {
+// deleteService forgets every slice of the Service namespace/name.
+func (t *sliceTracker) deleteService(namespace, name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.byService, uid)
+	delete(t.byService, types.NamespacedName{Namespace: namespace, Name: name})
 }

@@ -46,6 +46,9 @@ type Chain struct {
 // Ruleset is the rendered filter and nat tables, chains in a fixed order.
 type Ruleset struct {
 	Filter, NAT []Chain
+	// services are the per-Service outputs NAT's service chains come from,
+	// in order (set by a Renderer; UpdateBatches diffs through them).
+	services []*svcOut
 }
 
 // Table returns the chains of the named table.
@@ -133,110 +136,92 @@ func protoMatch(protocol string) string {
 
 // Render returns the rules of m under o. It is pure and deterministic.
 func Render(m Model, o Options) *Ruleset {
-	mark := "0x" + strconv.FormatUint(uint64(o.mark()), 16)
-	svcs := slices.Clone(m.Services)
-	slices.SortFunc(svcs, func(a, b Service) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	return NewRenderer().Render(m, o)
+}
 
-	var (
-		natServices, natNodePorts       []string
-		filterServices, filterExternals []string
-		svcChains                       []Chain
-	)
+// Renderer renders like Render, and keeps each Service's output to reuse it
+// when the same Service comes again unchanged under the same options: a sync
+// where one endpoint changed renders one Service, not all of them. Rulesets
+// of one Renderer also diff fast (UpdateBatches compares only the Services
+// whose output is not the very same). A Renderer is not safe for concurrent
+// use.
+type Renderer struct {
+	opts  Options
+	cache map[string]*svcOut
+}
+
+// NewRenderer returns a Renderer with an empty cache.
+func NewRenderer() *Renderer { return &Renderer{cache: map[string]*svcOut{}} }
+
+// svcOut is one Service's share of the rules.
+type svcOut struct {
+	key                             string // namespace/name
+	in                              Service
+	natServices, natNodePorts       []string
+	filterServices, filterExternals []string
+	chains                          []Chain
+}
+
+// Render returns the rules of m under o, reusing the output of Services that
+// did not change since the previous call.
+func (r *Renderer) Render(m Model, o Options) *Ruleset {
+	if !sameServiceOptions(r.opts, o) {
+		clear(r.cache)
+	}
+	r.opts = o
+	mark := "0x" + strconv.FormatUint(uint64(o.mark()), 16)
+	order := make([]int, len(m.Services))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := &m.Services[a], &m.Services[b]
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
+	})
 	nodeDst := nodePortDestinations(o)
-	for _, s := range svcs {
-		var cips []netip.Addr
-		for _, ip := range s.ClusterIPs {
-			if ip.Is4() {
-				cips = append(cips, ip)
-			}
+	outs := make([]*svcOut, 0, len(order))
+	next := make(map[string]*svcOut, len(order))
+	nChains, nServices := 0, 0
+	for _, i := range order {
+		s := &m.Services[i]
+		key := s.Namespace + "/" + s.Name
+		out, ok := r.cache[key]
+		if !ok || !equalService(&out.in, s) {
+			out = renderService(s, o, nodeDst)
+			out.key = key
 		}
-		if len(cips) == 0 {
-			continue // headless or IPv6-only
-		}
-		ports := slices.Clone(s.Ports)
-		slices.SortStableFunc(ports, func(a, b Port) int {
-			return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
-		})
-		for _, p := range ports {
-			proto := strings.ToLower(p.Protocol)
-			if proto == "" {
-				proto = "tcp"
-			}
-			spn := ServicePortName(s.Namespace, s.Name, p.Name)
-			eps := UsableEndpoints(p.Endpoints)
-			pm := protoMatch(proto)
-			dport := strconv.Itoa(int(p.Port))
-			if len(eps) == 0 {
-				for _, ip := range cips {
-					filterServices = append(filterServices, comment(spn+" has no endpoints")+" "+pm+" -d "+ip.String()+" --dport "+dport+" -j REJECT")
-				}
-				if p.NodePort > 0 {
-					for _, d := range nodeDst {
-						filterExternals = append(filterExternals, comment(spn+" has no endpoints")+" "+d+" "+pm+" --dport "+strconv.Itoa(int(p.NodePort))+" -j REJECT")
-					}
-				}
-				continue
-			}
-			svcChain := SVCChain(spn, proto)
-			for _, ip := range cips {
-				natServices = append(natServices, comment(spn+" cluster IP")+" "+pm+" -d "+ip.String()+" --dport "+dport+" -j "+svcChain)
-			}
-			svc := Chain{Name: svcChain}
-			for _, ip := range cips {
-				r := comment(spn+" cluster IP") + " " + pm + " -d " + ip.String() + " --dport " + dport
-				if o.ClusterCIDR.IsValid() {
-					r += " ! -s " + o.ClusterCIDR.String()
-				}
-				svc.Rules = append(svc.Rules, r+" -j "+ChainMarkMasq)
-			}
-			seps := make([]Chain, 0, len(eps))
-			for _, e := range eps {
-				ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
-				seps = append(seps, Chain{Name: SEPChain(spn, proto, ep), Rules: []string{
-					comment(spn) + " -s " + e.IP.String() + " -j " + ChainMarkMasq,
-					"", // DNAT, below
-				}})
-				last := &seps[len(seps)-1]
-				dnat := comment(spn)
-				if s.AffinityTimeoutSeconds > 0 {
-					dnat += " -m recent --name " + last.Name + " --set"
-				}
-				last.Rules[1] = dnat + " " + pm + " -j DNAT --to-destination " + ep
-			}
-			if s.AffinityTimeoutSeconds > 0 {
-				secs := strconv.Itoa(int(s.AffinityTimeoutSeconds))
-				for i, e := range eps {
-					ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
-					svc.Rules = append(svc.Rules, comment(spn+" -> "+ep)+" -m recent --name "+seps[i].Name+" --rcheck --seconds "+secs+" --reap -j "+seps[i].Name)
-				}
-			}
-			n := len(eps)
-			for i, e := range eps {
-				ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
-				r := comment(spn + " -> " + ep)
-				if i < n-1 {
-					r += fmt.Sprintf(" -m statistic --mode random --probability %0.10f", 1.0/float64(n-i))
-				}
-				svc.Rules = append(svc.Rules, r+" -j "+seps[i].Name)
-			}
-			svcChains = append(svcChains, svc)
-			if p.NodePort > 0 {
-				ext := Chain{Name: EXTChain(spn, proto), Rules: []string{
-					comment("masquerade traffic for "+spn+" external destinations") + " -j " + ChainMarkMasq,
-					"-j " + svcChain,
-				}}
-				natNodePorts = append(natNodePorts, comment(spn)+" "+pm+" --dport "+strconv.Itoa(int(p.NodePort))+" -j "+ext.Name)
-				svcChains = append(svcChains, ext)
-			}
-			svcChains = append(svcChains, seps...)
-		}
+		next[key] = out
+		outs = append(outs, out)
+		nChains += len(out.chains)
+		nServices += len(out.natServices)
+	}
+	r.cache = next
+
+	natServices := make([]string, 0, nServices+len(nodeDst))
+	var natNodePorts, filterServices, filterExternals []string
+	for _, out := range outs {
+		natServices = append(natServices, out.natServices...)
+		natNodePorts = append(natNodePorts, out.natNodePorts...)
+		filterServices = append(filterServices, out.filterServices...)
+		filterExternals = append(filterExternals, out.filterExternals...)
 	}
 	for _, d := range nodeDst {
 		natServices = append(natServices, comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain")+" "+d+" -j "+ChainNodePorts)
 	}
-
+	nat := make([]Chain, 0, nChains+4)
+	nat = append(nat,
+		Chain{Name: ChainServices, Rules: natServices},
+		Chain{Name: ChainNodePorts, Rules: natNodePorts},
+		Chain{Name: ChainPostrouting, Rules: []string{
+			"-m mark ! --mark " + mark + "/" + mark + " -j RETURN",
+			"-j MARK --xor-mark " + mark,
+			comment("kubernetes service traffic requiring SNAT") + " -j MASQUERADE --random-fully",
+		}},
+		Chain{Name: ChainMarkMasq, Rules: []string{"-j MARK --or-mark " + mark}},
+	)
+	for _, out := range outs {
+		nat = append(nat, out.chains...)
+	}
 	return &Ruleset{
 		Filter: []Chain{
 			{Name: ChainNodePorts},
@@ -250,17 +235,129 @@ func Render(m Model, o Options) *Ruleset {
 			}},
 			Guard(o),
 		},
-		NAT: append([]Chain{
-			{Name: ChainServices, Rules: natServices},
-			{Name: ChainNodePorts, Rules: natNodePorts},
-			{Name: ChainPostrouting, Rules: []string{
-				"-m mark ! --mark " + mark + "/" + mark + " -j RETURN",
-				"-j MARK --xor-mark " + mark,
-				comment("kubernetes service traffic requiring SNAT") + " -j MASQUERADE --random-fully",
-			}},
-			{Name: ChainMarkMasq, Rules: []string{"-j MARK --or-mark " + mark}},
-		}, svcChains...),
+		NAT:      nat,
+		services: outs,
 	}
+}
+
+// sameServiceOptions reports whether a and b render Services the same (the
+// routed pod CIDRs only shape the guard).
+func sameServiceOptions(a, b Options) bool {
+	return a.ServiceCIDR == b.ServiceCIDR && a.ClusterCIDR == b.ClusterCIDR && a.mark() == b.mark() &&
+		slices.Equal(a.NodeIPs, b.NodeIPs)
+}
+
+func equalService(a, b *Service) bool {
+	if a.Namespace != b.Namespace || a.Name != b.Name || a.AffinityTimeoutSeconds != b.AffinityTimeoutSeconds ||
+		!slices.Equal(a.ClusterIPs, b.ClusterIPs) || len(a.Ports) != len(b.Ports) {
+		return false
+	}
+	for i := range a.Ports {
+		x, y := &a.Ports[i], &b.Ports[i]
+		if x.Name != y.Name || x.Protocol != y.Protocol || x.Port != y.Port || x.NodePort != y.NodePort || !slices.Equal(x.Endpoints, y.Endpoints) {
+			return false
+		}
+	}
+	return true
+}
+
+// renderService renders one Service. Its input is copied into the result, so
+// that the caller may change the model afterwards.
+func renderService(in *Service, o Options, nodeDst []string) *svcOut {
+	out := &svcOut{in: *in}
+	out.in.ClusterIPs = slices.Clone(in.ClusterIPs)
+	out.in.Ports = slices.Clone(in.Ports)
+	for i := range out.in.Ports {
+		out.in.Ports[i].Endpoints = slices.Clone(in.Ports[i].Endpoints)
+	}
+	s := &out.in
+	var cips []netip.Addr
+	for _, ip := range s.ClusterIPs {
+		if ip.Is4() {
+			cips = append(cips, ip)
+		}
+	}
+	if len(cips) == 0 {
+		return out // headless or IPv6-only: no rules
+	}
+	ports := slices.Clone(s.Ports)
+	slices.SortStableFunc(ports, func(a, b Port) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
+	})
+	for _, p := range ports {
+		proto := strings.ToLower(p.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		spn := ServicePortName(s.Namespace, s.Name, p.Name)
+		eps := UsableEndpoints(p.Endpoints)
+		pm := protoMatch(proto)
+		dport := strconv.Itoa(int(p.Port))
+		if len(eps) == 0 {
+			for _, ip := range cips {
+				out.filterServices = append(out.filterServices, comment(spn+" has no endpoints")+" "+pm+" -d "+ip.String()+" --dport "+dport+" -j REJECT")
+			}
+			if p.NodePort > 0 {
+				for _, d := range nodeDst {
+					out.filterExternals = append(out.filterExternals, comment(spn+" has no endpoints")+" "+d+" "+pm+" --dport "+strconv.Itoa(int(p.NodePort))+" -j REJECT")
+				}
+			}
+			continue
+		}
+		svcChain := SVCChain(spn, proto)
+		for _, ip := range cips {
+			out.natServices = append(out.natServices, comment(spn+" cluster IP")+" "+pm+" -d "+ip.String()+" --dport "+dport+" -j "+svcChain)
+		}
+		svc := Chain{Name: svcChain}
+		for _, ip := range cips {
+			r := comment(spn+" cluster IP") + " " + pm + " -d " + ip.String() + " --dport " + dport
+			if o.ClusterCIDR.IsValid() {
+				r += " ! -s " + o.ClusterCIDR.String()
+			}
+			svc.Rules = append(svc.Rules, r+" -j "+ChainMarkMasq)
+		}
+		seps := make([]Chain, 0, len(eps))
+		for _, e := range eps {
+			ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
+			seps = append(seps, Chain{Name: SEPChain(spn, proto, ep), Rules: []string{
+				comment(spn) + " -s " + e.IP.String() + " -j " + ChainMarkMasq,
+				"", // DNAT, below
+			}})
+			last := &seps[len(seps)-1]
+			dnat := comment(spn)
+			if s.AffinityTimeoutSeconds > 0 {
+				dnat += " -m recent --name " + last.Name + " --set"
+			}
+			last.Rules[1] = dnat + " " + pm + " -j DNAT --to-destination " + ep
+		}
+		if s.AffinityTimeoutSeconds > 0 {
+			secs := strconv.Itoa(int(s.AffinityTimeoutSeconds))
+			for i, e := range eps {
+				ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
+				svc.Rules = append(svc.Rules, comment(spn+" -> "+ep)+" -m recent --name "+seps[i].Name+" --rcheck --seconds "+secs+" --reap -j "+seps[i].Name)
+			}
+		}
+		n := len(eps)
+		for i, e := range eps {
+			ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
+			r := comment(spn + " -> " + ep)
+			if i < n-1 {
+				r += fmt.Sprintf(" -m statistic --mode random --probability %0.10f", 1.0/float64(n-i))
+			}
+			svc.Rules = append(svc.Rules, r+" -j "+seps[i].Name)
+		}
+		out.chains = append(out.chains, svc)
+		if p.NodePort > 0 {
+			ext := Chain{Name: EXTChain(spn, proto), Rules: []string{
+				comment("masquerade traffic for "+spn+" external destinations") + " -j " + ChainMarkMasq,
+				"-j " + svcChain,
+			}}
+			out.natNodePorts = append(out.natNodePorts, comment(spn)+" "+pm+" --dport "+strconv.Itoa(int(p.NodePort))+" -j "+ext.Name)
+			out.chains = append(out.chains, ext)
+		}
+		out.chains = append(out.chains, seps...)
+	}
+	return out
 }
 
 // nodePortDestinations are the destination matches of NodePort rules.

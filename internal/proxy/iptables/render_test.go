@@ -527,3 +527,119 @@ COMMIT
 		t.Error("CleanupText of a clean host is not nil")
 	}
 }
+
+// checkHostJumps reports a jump to a chain the simulated host does not have.
+func checkHostJumps(host map[string]map[string][][]string) error {
+	return (&tracer{tables: host}).checkJumps()
+}
+
+func TestBatchesKeepEveryJumpValid(t *testing.T) {
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		a, b := randomModel(r), randomModel(r)
+		prev, next := Render(a, testOptions), Render(b, testOptions)
+		maxChains := 1 + r.IntN(6)
+		// A full sync in batches over a host that holds prev: prev's chains that
+		// next lacks are stale.
+		host, err := parseRestore(prev.Text(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var saved bytes.Buffer
+		for _, tn := range []string{TableFilter, TableNAT} {
+			fmt.Fprintf(&saved, "*%s\n", tn)
+			for _, c := range prev.Table(tn) {
+				fmt.Fprintf(&saved, ":%s - [0:0]\n", c.Name)
+			}
+			saved.WriteString("COMMIT\n")
+		}
+		stale := StaleChains(saved.Bytes(), next)
+		if seed%2 == 0 { // a fresh host
+			host, stale = map[string]map[string][][]string{}, nil
+		}
+		batches := next.TextBatches(stale, maxChains)
+		if !bytes.Equal(bytes.Join(next.TextBatches(stale, 0), nil), next.Text(stale)) {
+			t.Fatalf("seed %d: one batch is not Text", seed)
+		}
+		for i, bt := range batches {
+			if err := applyNoflush(host, bt); err != nil {
+				t.Fatalf("seed %d: batch %d: %v\n%s", seed, i, err, bt)
+			}
+			if err := checkHostJumps(host); err != nil {
+				t.Fatalf("seed %d: after batch %d of %d: %v", seed, i, len(batches), err)
+			}
+		}
+		want, _ := parseRestore(next.Text(nil))
+		if d := diffTables(host, want); d != "" {
+			t.Fatalf("seed %d: after the batched full sync: %s", seed, d)
+		}
+		// The partial update in batches, from prev.
+		host, _ = parseRestore(prev.Text(nil))
+		for i, bt := range UpdateBatches(prev, next, maxChains) {
+			if err := applyNoflush(host, bt); err != nil {
+				t.Fatalf("seed %d: update batch %d: %v\n%s", seed, i, err, bt)
+			}
+			if err := checkHostJumps(host); err != nil {
+				t.Fatalf("seed %d: after update batch %d: %v", seed, i, err)
+			}
+		}
+		if d := diffTables(host, want); d != "" {
+			t.Fatalf("seed %d: after the batched update: %s", seed, d)
+		}
+	}
+}
+
+// TestRendererReusesUnchangedServices checks a Renderer's cached output and
+// its fast diff against fresh renders, while the caller changes its model in
+// place between calls.
+func TestRendererReusesUnchangedServices(t *testing.T) {
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 13))
+		m := randomModel(r)
+		rr := NewRenderer()
+		prev := rr.Render(m, testOptions)
+		for step := range 5 {
+			// Change a few things in place.
+			for range 1 + r.IntN(3) {
+				s := &m.Services[r.IntN(len(m.Services))]
+				p := &s.Ports[r.IntN(len(s.Ports))]
+				switch r.IntN(4) {
+				case 0:
+					if len(p.Endpoints) > 0 {
+						p.Endpoints[0].IP = netip.AddrFrom4([4]byte{10, 244, 9, byte(r.IntN(250))})
+						p.Endpoints[0].Ready = true
+					}
+				case 1:
+					p.Endpoints = append(p.Endpoints, ready("10.244.8."+fmt.Sprint(r.IntN(250)), 8080))
+				case 2:
+					s.AffinityTimeoutSeconds = int32(r.IntN(2) * 100)
+				case 3:
+					if len(m.Services) > 1 {
+						m.Services = append(m.Services[:0:0], m.Services[1:]...)
+					}
+				}
+			}
+			next := rr.Render(m, testOptions)
+			if !bytes.Equal(next.Text(nil), Render(m, testOptions).Text(nil)) {
+				t.Fatalf("seed %d step %d: cached render differs from a fresh one", seed, step)
+			}
+			host, err := parseRestore(prev.Text(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, bt := range UpdateBatches(prev, next, 1+r.IntN(4)) {
+				if err := applyNoflush(host, bt); err != nil {
+					t.Fatalf("seed %d step %d: batch %d: %v", seed, step, i, err)
+				}
+				if err := checkHostJumps(host); err != nil {
+					t.Fatalf("seed %d step %d: after batch %d: %v", seed, step, i, err)
+				}
+			}
+			want, _ := parseRestore(next.Text(nil))
+			if d := diffTables(host, want); d != "" {
+				t.Fatalf("seed %d step %d: %s", seed, step, d)
+			}
+			prev = next
+		}
+	}
+}

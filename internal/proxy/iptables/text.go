@@ -3,6 +3,7 @@ package iptables
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -70,35 +71,195 @@ func GuardText(o Options) []byte {
 // left alone (--noflush). It returns nil when nothing changed. Applying it to
 // a host holding prev leaves exactly what next.Text would.
 func Update(prev, next *Ruleset) []byte {
-	var b bytes.Buffer
-	for _, t := range []string{TableFilter, TableNAT} {
-		old := make(map[string][]string, len(prev.Table(t)))
-		for _, c := range prev.Table(t) {
-			old[c.Name] = c.Rules
-		}
-		var changed []Chain
-		for _, c := range next.Table(t) {
-			rules, ok := old[c.Name]
-			if !ok || !slices.Equal(rules, c.Rules) {
-				changed = append(changed, c)
-			}
-			delete(old, c.Name)
-		}
-		if len(changed) == 0 && len(old) == 0 {
-			continue
-		}
-		var gone []string
-		for _, c := range prev.Table(t) {
-			if _, ok := old[c.Name]; ok {
-				gone = append(gone, c.Name)
-			}
-		}
-		writeTable(&b, t, changed, gone)
-	}
-	if b.Len() == 0 {
+	bs := UpdateBatches(prev, next, 0)
+	if len(bs) == 0 {
 		return nil
 	}
-	return b.Bytes()
+	return bytes.Join(bs, nil)
+}
+
+// UpdateBatches is Update split as TextBatches splits Text; nil when nothing
+// changed.
+func UpdateBatches(prev, next *Ruleset, maxChains int) [][]byte {
+	var pl plan
+	if prev.services == nil || next.services == nil {
+		for _, t := range []string{TableFilter, TableNAT} {
+			diffChains(&pl, t, prev.Table(t), next.Table(t))
+		}
+		return pl.batches(maxChains)
+	}
+	// Both come from a Renderer: the fixed chains are compared one by one, the
+	// service chains only for the Services whose output is not the same.
+	diffChains(&pl, TableFilter, prev.Filter, next.Filter)
+	diffChains(&pl, TableNAT, prev.NAT[:len(prev.NAT)-serviceChains(prev)], next.NAT[:len(next.NAT)-serviceChains(next)])
+	i, j := 0, 0
+	for i < len(prev.services) || j < len(next.services) {
+		var c int
+		switch {
+		case i == len(prev.services):
+			c = 1
+		case j == len(next.services):
+			c = -1
+		default:
+			x, y := &prev.services[i].in, &next.services[j].in
+			c = cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
+		}
+		switch {
+		case c < 0: // gone
+			for _, ch := range prev.services[i].chains {
+				pl.del(TableNAT, ch.Name)
+			}
+			i++
+		case c > 0: // new
+			for _, ch := range next.services[j].chains {
+				pl.add(TableNAT, ch)
+			}
+			j++
+		default:
+			if prev.services[i] != next.services[j] {
+				diffChains(&pl, TableNAT, prev.services[i].chains, next.services[j].chains)
+			}
+			i++
+			j++
+		}
+	}
+	return pl.batches(maxChains)
+}
+
+func serviceChains(r *Ruleset) int {
+	n := 0
+	for _, s := range r.services {
+		n += len(s.chains)
+	}
+	return n
+}
+
+// diffChains adds to pl the chains of next that are new or changed from
+// prev, and deletes those of prev that next does not have.
+func diffChains(pl *plan, table string, prev, next []Chain) {
+	old := make(map[string][]string, len(prev))
+	for _, c := range prev {
+		old[c.Name] = c.Rules
+	}
+	for _, c := range next {
+		rules, ok := old[c.Name]
+		if !ok || !slices.Equal(rules, c.Rules) {
+			pl.add(table, c)
+		}
+		delete(old, c.Name)
+	}
+	for _, c := range prev {
+		if _, ok := old[c.Name]; ok {
+			pl.del(table, c.Name)
+		}
+	}
+}
+
+// TextBatches is Text split into restores of at most about maxChains
+// per-service chains each (one restore when maxChains <= 0 or when there
+// are no more chains than that), because
+// iptables-nft-restore --noflush takes time quadratic in the chains of one
+// transaction. Every service port's chains (KUBE-SVC, KUBE-EXT and its
+// KUBE-SEPs) stay in one restore; the restores come in an order where every
+// jump has its target at each step: the per-service chains first, then the
+// fixed chains (KUBE-SERVICES, ...) and the filter table, then the deletion of
+// stale chains in that same last restore.
+func (r *Ruleset) TextBatches(stale map[string][]string, maxChains int) [][]byte {
+	var pl plan
+	for _, t := range []string{TableFilter, TableNAT} {
+		for _, c := range r.Table(t) {
+			pl.add(t, c)
+		}
+		for _, name := range stale[t] {
+			pl.del(t, name)
+		}
+	}
+	return pl.batches(maxChains)
+}
+
+// plan is a set of chains to write and to delete, per table.
+type plan struct {
+	// service holds the per-service chains of the nat table; fixed the other
+	// chains per table; gone the chains to delete per table.
+	service     []Chain
+	fixed, gone map[string][]Chain
+	// leaf holds KUBE-MARK-MASQ, which per-service chains jump to: it goes
+	// with the first restore.
+	leaf []Chain
+}
+
+func (pl *plan) add(table string, c Chain) {
+	if table == TableNAT && isServiceChain(c.Name) {
+		pl.service = append(pl.service, c)
+		return
+	}
+	if table == TableNAT && c.Name == ChainMarkMasq {
+		pl.leaf = append(pl.leaf, c)
+		return
+	}
+	if pl.fixed == nil {
+		pl.fixed = map[string][]Chain{}
+	}
+	pl.fixed[table] = append(pl.fixed[table], c)
+}
+
+func (pl *plan) del(table, name string) {
+	if pl.gone == nil {
+		pl.gone = map[string][]Chain{}
+	}
+	pl.gone[table] = append(pl.gone[table], Chain{Name: name})
+}
+
+func isServiceChain(name string) bool {
+	return strings.HasPrefix(name, PrefixSVC) || strings.HasPrefix(name, PrefixSEP) || strings.HasPrefix(name, PrefixEXT)
+}
+
+func (pl *plan) batches(maxChains int) [][]byte {
+	if len(pl.service) <= maxChains {
+		maxChains = 0 // small enough for one atomic restore
+	}
+	var out [][]byte
+	var b bytes.Buffer
+	// Per-service chains, cut only before a KUBE-SVC chain so that a service
+	// port's chains go together.
+	start := 0
+	for i := 0; i <= len(pl.service); i++ {
+		cut := i == len(pl.service) ||
+			(maxChains > 0 && i-start >= maxChains && strings.HasPrefix(pl.service[i].Name, PrefixSVC))
+		if !cut || i == start {
+			continue
+		}
+		if maxChains > 0 || i < len(pl.service) {
+			b.Reset()
+			chains := pl.service[start:i]
+			if len(out) == 0 {
+				chains = append(slices.Clone(pl.leaf), chains...)
+			}
+			writeTable(&b, TableNAT, chains, nil)
+			out = append(out, slices.Clone(b.Bytes()))
+		}
+		start = i
+	}
+	b.Reset()
+	for _, t := range []string{TableFilter, TableNAT} {
+		chains, gone := pl.fixed[t], pl.gone[t]
+		if t == TableNAT && len(out) == 0 {
+			// One restore: everything goes together, in Text's order.
+			chains = slices.Concat(chains, pl.leaf, pl.service)
+		}
+		if len(chains) == 0 && len(gone) == 0 {
+			continue
+		}
+		names := make([]string, len(gone))
+		for i, g := range gone {
+			names[i] = g.Name
+		}
+		writeTable(&b, t, chains, names)
+	}
+	if b.Len() > 0 {
+		out = append(out, slices.Clone(b.Bytes()))
+	}
+	return out
 }
 
 // Owned reports whether kubette's proxy owns a chain of this name.

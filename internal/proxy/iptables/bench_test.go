@@ -1,0 +1,42 @@
+package iptables
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+)
+
+func benchModel(n, e int) Model {
+	m := Model{Services: make([]Service, n)}
+	for i := range n {
+		s := Service{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i),
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}}
+		p := Port{Name: "http", Protocol: "TCP", Port: 80}
+		for j := range e {
+			k := i*e + j
+			p.Endpoints = append(p.Endpoints, Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(k >> 8), byte(k)}), Port: 8080, Ready: true, Serving: true})
+		}
+		s.Ports = []Port{p}
+		m.Services[i] = s
+	}
+	return m
+}
+
+func BenchmarkRender10000x10(b *testing.B) {
+	m := benchModel(10000, 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		Render(m, testOptions)
+	}
+}
+
+func BenchmarkUpdate10000x10(b *testing.B) {
+	m := benchModel(10000, 10)
+	prev := Render(m, testOptions)
+	m.Services[5].Ports[0].Endpoints[0].IP = netip.MustParseAddr("10.245.0.1")
+	next := Render(m, testOptions)
+	b.ReportAllocs()
+	for b.Loop() {
+		UpdateBatches(prev, next, 1000)
+	}
+}

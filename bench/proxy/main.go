@@ -1,0 +1,211 @@
+// Command proxy measures kubette's service proxy rules at scale: rendering
+// N Services × E endpoints to iptables-restore text, and applying it with the
+// real iptables-restore inside a throwaway network namespace (when run as
+// root with iptables installed; render-only otherwise). It prints plain lines
+// meant to be pasted into a report.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubette/kubette/internal/proxy"
+	"github.com/kubette/kubette/internal/proxy/iptables"
+)
+
+func main() {
+	services := flag.String("services", "1000,10000", "comma-separated Service counts to measure")
+	endpoints := flag.Int("endpoints", 10, "ready endpoints per Service")
+	runs := flag.Int("runs", 3, "one-endpoint changes measured per size (median and max printed)")
+	apply := flag.String("apply", "auto", "apply into a throwaway network namespace: auto (when root with iptables-restore), yes, no")
+	flag.IntVar(&batchChains, "batch-chains", proxy.DefaultMaxChainsPerRestore, "per-service chains per iptables-restore (0: one restore)")
+	flag.Parse()
+	doApply := *apply == "yes"
+	if *apply == "auto" {
+		_, err := exec.LookPath("iptables-restore")
+		doApply = os.Geteuid() == 0 && err == nil
+	}
+	fmt.Printf("proxy bench: %d endpoints per Service, apply=%v\n", *endpoints, doApply)
+	for _, s := range strings.Split(*services, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 || n > 60000 {
+			fmt.Fprintf(os.Stderr, "bad --services entry %q\n", s)
+			os.Exit(2)
+		}
+		if err := measure(n, *endpoints, *runs, doApply); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+var batchChains int
+
+var opts = iptables.Options{
+	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
+	ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
+}
+
+func model(n, e int) iptables.Model {
+	m := iptables.Model{Services: make([]iptables.Service, n)}
+	for i := range n {
+		s := iptables.Service{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i),
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}}
+		p := iptables.Port{Name: "http", Protocol: "TCP", Port: 80}
+		for j := range e {
+			k := i*e + j
+			p.Endpoints = append(p.Endpoints, iptables.Endpoint{
+				IP: netip.AddrFrom4([4]byte{10, 244, byte(k >> 8), byte(k)}), Port: 8080, Ready: true, Serving: true})
+		}
+		s.Ports = []iptables.Port{p}
+		m.Services[i] = s
+	}
+	return m
+}
+
+// netns is a throwaway network namespace.
+type netns struct {
+	name   string
+	runner proxy.ExecRunner
+}
+
+func newNetns() (*netns, error) {
+	// On SIGINT/SIGTERM the namespace goes too.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	name := fmt.Sprintf("kbt-bench-%d-%d", os.Getpid(), rand.IntN(1<<30))
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	n := &netns{name: name, runner: proxy.ExecRunner{Prefix: []string{"ip", "netns", "exec", name}}}
+	go func() {
+		<-sig
+		n.close()
+		os.Exit(130)
+	}()
+	return n, nil
+}
+
+func (n *netns) close() {
+	if out, err := exec.Command("ip", "netns", "del", n.name).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "ip netns del %s: %v: %s\n", n.name, err, out)
+	}
+}
+
+func measure(n, e, runs int, apply bool) error {
+	ctx := context.Background()
+	m := model(n, e)
+	renderer := iptables.NewRenderer()
+	t0 := time.Now()
+	rs := renderer.Render(m, opts)
+	render := time.Since(t0)
+	t1 := time.Now()
+	text := rs.Text(nil)
+	textTime := time.Since(t1)
+	rules := strings.Count(string(text), "\n-A ")
+	fmt.Printf("%d services: %d chains, %d rules, %.1f MB of restore text\n", n, len(rs.Filter)+len(rs.NAT), rules, float64(len(text))/1e6)
+	line := fmt.Sprintf("  full sync:          render %v + text %v", render.Round(time.Millisecond), textTime.Round(time.Millisecond))
+
+	var ns *netns
+	if apply {
+		var err error
+		if ns, err = newNetns(); err != nil {
+			return err
+		}
+		defer ns.close()
+		if err := ns.runner.Restore(ctx, iptables.GuardText(opts)); err != nil {
+			return err
+		}
+		t2 := time.Now()
+		saved, err := ns.runner.Save(ctx)
+		if err != nil {
+			return err
+		}
+		stale := iptables.StaleChains(saved, rs)
+		save := time.Since(t2)
+		t3 := time.Now()
+		batches := rs.TextBatches(stale, batchChains)
+		for _, b := range batches {
+			if err := ns.runner.Restore(ctx, b); err != nil {
+				return err
+			}
+		}
+		restore := time.Since(t3)
+		line += fmt.Sprintf(" + iptables-save %v + iptables-restore %v (%d restores) = %v", save.Round(time.Millisecond), restore.Round(time.Millisecond),
+			len(batches), (render + textTime + save + restore).Round(time.Millisecond))
+	} else {
+		line += fmt.Sprintf(" = %v (render only)", (render + textTime).Round(time.Millisecond))
+	}
+	fmt.Println(line)
+
+	// One endpoint of one Service changes (a pod replaced): render the model
+	// again (the Renderer renders only the changed Service), diff (only that
+	// Service's chains and the fixed chains), apply only the changed chains.
+	var renders, diffs, applies, totals []time.Duration
+	var partialBytes int
+	prev := rs
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	for k := range runs {
+		i := r.IntN(n)
+		m.Services[i].Ports[0].Endpoints[0].IP = netip.AddrFrom4([4]byte{10, 245, byte(k >> 8), byte(k)})
+		a := time.Now()
+		next := renderer.Render(m, opts)
+		b := time.Now()
+		upd := iptables.UpdateBatches(prev, next, batchChains)
+		c := time.Now()
+		if upd == nil {
+			return fmt.Errorf("a changed endpoint gave no update")
+		}
+		partialBytes = 0
+		for _, b := range upd {
+			partialBytes += len(b)
+			if ns != nil {
+				if err := ns.runner.Restore(ctx, b); err != nil {
+					return fmt.Errorf("partial restore: %w", err)
+				}
+			}
+		}
+		d := time.Now()
+		renders, diffs, applies, totals = append(renders, b.Sub(a)), append(diffs, c.Sub(b)), append(applies, d.Sub(c)), append(totals, d.Sub(a))
+		prev = next
+	}
+	fmt.Printf("  one-endpoint change: render %v + diff %v + iptables-restore %v = %v median, %v max (%d runs, %.1f kB restored)\n",
+		median(renders), median(diffs), median(applies), median(totals), slices.Max(totals).Round(time.Millisecond), runs, float64(partialBytes)/1e3)
+
+	// Nothing changed (a resync event): render and diff only.
+	a := time.Now()
+	if iptables.UpdateBatches(prev, renderer.Render(m, opts), batchChains) != nil {
+		return fmt.Errorf("an unchanged model gave an update")
+	}
+	fmt.Printf("  no change:           render + diff %v, nothing applied\n", time.Since(a).Round(time.Millisecond))
+
+	if ns != nil {
+		// Check the host holds exactly what the last full text says.
+		saved, err := ns.runner.Save(ctx)
+		if err != nil {
+			return err
+		}
+		if got, want := strings.Count(string(saved), "\n-A KUBE-"), strings.Count(string(prev.Text(nil)), "\n-A "); got != want {
+			return fmt.Errorf("after the partial restores the namespace holds %d rules, the full text %d", got, want)
+		}
+		fmt.Printf("  check:               the namespace holds the %d rules of the full text\n", rules)
+	}
+	return nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2].Round(100 * time.Microsecond)
+}

@@ -33,18 +33,20 @@ const BusyboxPath = "/bin/busybox"
 // DefaultPath is the PATH the test images set.
 const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// Applets are the busybox applets Busybox links into /bin (besides /bin/busybox itself).
-var Applets = []string{
-	"sh", "echo", "cat", "ls", "sleep", "env", "id", "wget", "nc", "httpd", "ps", "kill",
-	"true", "false", "mkdir", "touch", "hostname", "dd", "head", "tail", "grep", "yes", "timeout",
+// Applets returns the busybox applets Busybox links into /bin (besides /bin/busybox itself).
+func Applets() []string {
+	return []string{
+		"sh", "echo", "cat", "ls", "sleep", "env", "id", "wget", "nc", "httpd", "ps", "kill",
+		"true", "false", "mkdir", "touch", "hostname", "dd", "head", "tail", "grep", "yes", "timeout",
+	}
 }
 
 // epoch is the modification time of every file in the test images, so that building an
 // image twice gives the same digests.
-var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+func epoch() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // Busybox returns a single-layer image holding the host's static busybox as /bin/busybox,
-// the applet symlinks of Applets in /bin, /etc/passwd and /etc/group with root and nobody,
+// the applet symlinks of Applets() in /bin, /etc/passwd and /etc/group with root and nobody,
 // and /tmp; its command is ["sh"]. Without a static busybox (Debian package busybox-static)
 // the test is skipped, or fails in CI.
 func Busybox(t testing.TB) v1.Image {
@@ -66,7 +68,7 @@ func busyboxLayer(t testing.TB) v1.Layer {
 		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
 		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\n")},
 	}
-	for _, a := range Applets {
+	for _, a := range Applets() {
 		files = append(files, file{name: "bin/" + a, link: "busybox"})
 	}
 	return layerOf(t, files)
@@ -124,7 +126,7 @@ func image(t testing.TB, layers []v1.Layer, cfg v1.Config) v1.Image {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Created = v1.Time{Time: epoch}
+	cf.Created = v1.Time{Time: epoch()}
 	cf.Config = cfg
 	img, err := mutate.ConfigFile(empty.Image, cf)
 	if err != nil {
@@ -152,7 +154,7 @@ func layerOf(t testing.TB, files []file) v1.Layer {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
-		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch, Format: tar.FormatPAX}
+		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: epoch(), Format: tar.FormatPAX}
 		switch {
 		case f.link != "":
 			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, f.link, 0o777

@@ -58,7 +58,7 @@ func TestBusybox(t *testing.T) {
 			t.Errorf("busybox image lacks %s", want)
 		}
 	}
-	for _, a := range Applets {
+	for _, a := range Applets() {
 		h := files["bin/"+a]
 		if h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "busybox" {
 			t.Errorf("bin/%s: want a symlink to busybox, got %+v", a, h)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,5 +165,56 @@ func TestRealIptablesInNetns(t *testing.T) {
 	}
 	if strings.Contains(string(saved), "KUBE-") {
 		t.Errorf("after Cleanup:\n%s", saved)
+	}
+}
+
+// TestRealGuardRejectsUnroutedPodCIDR checks, in the kernel, that with
+// RejectUnroutedPodCIDR a connect to a pod address without a local route
+// (a simulated node's pod) is refused at once while a routed pod answers.
+func TestRealGuardRejectsUnroutedPodCIDR(t *testing.T) {
+	netns, runner := testNetns(t)
+	inNetns(t, netns, "ip", "addr", "add", "10.244.1.5/32", "dev", "lo")
+	inNetns(t, netns, "ip", "route", "add", "10.244.0.0/16", "dev", "lo", "src", "10.244.1.5")
+	httpd := exec.Command("ip", "netns", "exec", netns, "/bin/busybox", "httpd", "-f", "-p", "10.244.1.5:80", "-h", t.TempDir())
+	if err := httpd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
+	t.Cleanup(func() {
+		if err := Cleanup(context.Background(), runner); err != nil {
+			t.Errorf("Cleanup: %v", err)
+		}
+	})
+	p, err := New(Options{
+		Client: fake.NewClientset(), ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16",
+		RejectUnroutedPodCIDR: true, Iptables: runner, Logger: quietLogger(),
+		RoutedPodCIDRs: func(netip.Prefix) ([]netip.Prefix, error) {
+			return []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
+	nc := func(addr string) (string, error) {
+		cmd := exec.Command("ip", "netns", "exec", netns, "/bin/busybox", "nc", "-w", "5", addr, "80")
+		cmd.Stdin = strings.NewReader("GET / HTTP/1.0\r\n\r\n")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := nc("10.244.1.5"); err != nil || !strings.HasPrefix(out, "HTTP/1.") {
+		t.Errorf("routed pod: %v %q, want an HTTP answer", err, out)
+	}
+	if out, err := nc("10.244.7.7"); err == nil || !strings.Contains(out, "refused") {
+		t.Errorf("unrouted pod: %v %q, want connection refused", err, out)
 	}
 }

@@ -38,7 +38,7 @@ func newImage() *cobra.Command {
 			}
 			return nil
 		},
-	}, &cobra.Command{
+	}, newImageImport(open), &cobra.Command{
 		Use:   "ls",
 		Short: "List images as crictl images does",
 		Args:  cobra.NoArgs,
@@ -115,4 +115,32 @@ func humanSize(n uint64) string {
 		i++
 	}
 	return fmt.Sprintf("%.3g%s", v, units[i])
+}
+
+// newImageImport is `kubette image import TARBALL NAME`: a one-layer image of a root
+// filesystem tarball, as `docker import` makes.
+func newImageImport(open func() (*image.Store, error)) *cobra.Command {
+	var opts image.ImportOptions
+	cmd := &cobra.Command{
+		Use:   "import TARBALL NAME[:TAG]",
+		Short: "Make a one-layer image of a root filesystem tarball (as docker import), e.g. a static busybox with its applets",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			img, err := s.Import(cmd.Context(), args[0], args[1], opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Imported image: %s (%s)\n", strings.Join(img.RepoTags, ", "), img.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&opts.Cmd, "cmd", nil, "the image's default command")
+	cmd.Flags().StringSliceVar(&opts.Entrypoint, "entrypoint", nil, "the image's entrypoint")
+	cmd.Flags().StringSliceVar(&opts.Env, "env", nil, "the image's environment (KEY=VALUE; default a standard PATH)")
+	cmd.Flags().StringVar(&opts.WorkingDir, "workdir", "", "the image's working directory")
+	return cmd
 }

@@ -274,6 +274,54 @@ func TestEndpointsAgainstAPIServer(t *testing.T) {
 		waitEndpoints(t, client, "web", 1, []string{podIP(0, 0) + ":true", podIP(0, 1) + ":false", podIP(0, 2) + ":true"})
 	})
 
+	t.Run("deleted slices and Endpoints are recreated", func(t *testing.T) {
+		want := []string{podIP(0, 0) + ":true", podIP(0, 1) + ":false", podIP(0, 2) + ":true"}
+		old := waitEndpoints(t, client, "web", 1, want)
+		if err := client.DiscoveryV1().EndpointSlices(ns).Delete(ctx, old[0].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.CoreV1().Endpoints(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitEndpoints(t, client, "web", 1, want); got[0].UID == old[0].UID {
+			t.Errorf("slice %s not replaced", got[0].Name)
+		}
+	})
+
+	t.Run("a terminating pod", func(t *testing.T) {
+		// The pod is bound to a node: deleting it only marks it terminating
+		// (no kubelet finishes the deletion here).
+		if err := client.CoreV1().Pods(ns).Delete(ctx, pods[2], metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "terminating endpoint", func() error {
+			got, err := slicesOf(ctx, client, "web")
+			if err != nil {
+				return err
+			}
+			if len(got) != 1 {
+				return fmt.Errorf("%d slices", len(got))
+			}
+			for _, e := range got[0].Endpoints {
+				if e.Addresses[0] != podIP(0, 2) {
+					continue
+				}
+				if c := e.Conditions; ptr.Deref(c.Ready, true) || !ptr.Deref(c.Serving, false) || !ptr.Deref(c.Terminating, false) {
+					return fmt.Errorf("conditions ready=%v serving=%v terminating=%v", ptr.Deref(c.Ready, true), ptr.Deref(c.Serving, false), ptr.Deref(c.Terminating, false))
+				}
+				ep, err := client.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if r, want := endpointsReadiness(ep), []string{podIP(0, 0) + ":true", podIP(0, 1) + ":false"}; !slices.Equal(r, want) {
+					return fmt.Errorf("Endpoints list %v, want %v", r, want)
+				}
+				return nil
+			}
+			return fmt.Errorf("no endpoint for the terminating pod")
+		})
+	})
+
 	t.Run("250 pods take 3 slices", func(t *testing.T) {
 		if _, err := client.CoreV1().Services(ns).Create(ctx, service("big"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -441,11 +441,11 @@ func (c *Controller) planPortMapping(svc *corev1.Service, existing []*discoveryv
 		}
 	}
 
-	max := c.maxEndpointsPerSlice
+	limit := c.maxEndpointsPerSlice
 	if want.len() > 0 && len(p.update) > 0 {
 		sort.SliceStable(p.update, func(i, j int) bool { return len(p.update[i].Endpoints) > len(p.update[j].Endpoints) })
 		for _, s := range p.update {
-			for len(s.Endpoints) < max && want.len() > 0 {
+			for len(s.Endpoints) < limit && want.len() > 0 {
 				s.Endpoints = append(s.Endpoints, *want.pop())
 			}
 		}
@@ -454,10 +454,10 @@ func (c *Controller) planPortMapping(svc *corev1.Service, existing []*discoveryv
 	// takes all of it; failing that (unlike upstream, which then creates
 	// slices at once), unchanged slices with room are filled, fullest first,
 	// so that slices grown one sync at a time stay packed; then new slices.
-	if n := want.len(); n > 0 && n < max {
+	if n := want.len(); n > 0 && n < limit {
 		best := -1
 		for i, s := range unchanged {
-			if len(s.Endpoints)+n <= max && (best < 0 || len(s.Endpoints) > len(unchanged[best].Endpoints)) {
+			if len(s.Endpoints)+n <= limit && (best < 0 || len(s.Endpoints) > len(unchanged[best].Endpoints)) {
 				best = i
 			}
 		}
@@ -472,14 +472,14 @@ func (c *Controller) planPortMapping(svc *corev1.Service, existing []*discoveryv
 			if want.len() == 0 {
 				break
 			}
-			if len(s.Endpoints) < max {
+			if len(s.Endpoints) < limit {
 				p.update = append(p.update, c.fillSlice(svc, s, want))
 			}
 		}
 	}
 	for want.len() > 0 {
 		fill := newSlice(svc, want.ports, at)
-		for len(fill.Endpoints) < max && want.len() > 0 {
+		for len(fill.Endpoints) < limit && want.len() > 0 {
 			fill.Endpoints = append(fill.Endpoints, *want.pop())
 		}
 		p.create = append(p.create, fill)

@@ -22,7 +22,7 @@ type CheckError struct {
 
 func (e *CheckError) Error() string { return "nginx rejected the configuration: " + e.Message }
 
-var emergLine = regexp.MustCompile(`\[(?:emerg|alert|crit)\] (.*)`)
+var emergLine = regexp.MustCompile(`\[(?:emerg|alert|crit)\] (?:[0-9]+#[0-9]+: )?(.*)`)
 var inFile = regexp.MustCompile(` in (\S+):(\d+)$`)
 
 // Check runs `nginx -t` on the configuration file conf with prefix as nginx's

@@ -103,6 +103,9 @@ func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
 	}()
 	select {
 	case err := <-done:
+		// Workers of a master that died keep the listening sockets;
+		// they share its process group (Setpgid), so it goes as a whole.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		return fmt.Errorf("nginx (pid %d): %w", cmd.Process.Pid, err)
 	case <-ctx.Done():
 	}
@@ -115,6 +118,7 @@ func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // workers left behind, if any
 	return nil
 }
 
@@ -134,14 +138,14 @@ func (p *Process) killStale(log *slog.Logger) {
 		return
 	}
 	log.Info("stopping an nginx left by a previous run", "pid", pid)
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	for i := 0; i < 100; i++ {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 // Reload asks the running master to re-read its configuration (SIGHUP). It

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/netip"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -17,58 +18,111 @@ const defaultAffinityTimeout = 10800
 // kubernetes.io/service-name) into the renderer's model. ExternalName
 // Services and headless ones get no rules; only IPv4 addresses are used.
 func buildModel(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) iptables.Model {
-	type key struct{ namespace, name string }
-	byService := map[key][]*discoveryv1.EndpointSlice{}
+	return (&modelCache{}).build(svcs, slices)
+}
+
+type serviceKey struct{ namespace, name string }
+
+// modelCache keeps each Service's model with the informer objects it was
+// built from: informers hand out a new object for every change, so the same
+// pointers mean the same model and the Service is not built again.
+type modelCache struct {
+	entries map[serviceKey]modelEntry
+}
+
+type modelEntry struct {
+	svc    *corev1.Service
+	slices []*discoveryv1.EndpointSlice
+	out    iptables.Service
+	ok     bool // false: the Service gets no rules
+}
+
+// build returns the model of svcs and slices, reusing what did not change
+// since the previous call.
+func (c *modelCache) build(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) iptables.Model {
+	byService := make(map[serviceKey][]*discoveryv1.EndpointSlice, len(slices))
 	for _, s := range slices {
 		name := s.Labels[discoveryv1.LabelServiceName]
 		if name == "" || s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
 		}
-		k := key{s.Namespace, name}
+		k := serviceKey{s.Namespace, name}
 		byService[k] = append(byService[k], s)
 	}
-	var m iptables.Model
+	next := make(map[serviceKey]modelEntry, len(svcs))
+	m := iptables.Model{Services: make([]iptables.Service, 0, len(svcs))}
 	for _, svc := range svcs {
-		if svc.Spec.Type == corev1.ServiceTypeExternalName {
-			continue
+		k := serviceKey{svc.Namespace, svc.Name}
+		ss := byService[k]
+		if len(ss) > 1 {
+			sort.Slice(ss, func(i, j int) bool { return ss[i].Name < ss[j].Name })
 		}
-		ms := iptables.Service{Namespace: svc.Namespace, Name: svc.Name}
-		ips := svc.Spec.ClusterIPs
-		if len(ips) == 0 && svc.Spec.ClusterIP != "" {
-			ips = []string{svc.Spec.ClusterIP}
+		e, ok := c.entries[k]
+		if !ok || e.svc != svc || !sameSlices(e.slices, ss) {
+			e = modelEntry{svc: svc, slices: ss}
+			e.out, e.ok = serviceModel(svc, ss)
 		}
-		for _, s := range ips {
-			if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
-				ms.ClusterIPs = append(ms.ClusterIPs, a)
-			}
+		next[k] = e
+		if e.ok {
+			m.Services = append(m.Services, e.out)
 		}
-		if len(ms.ClusterIPs) == 0 {
-			continue
-		}
-		if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-			ms.AffinityTimeoutSeconds = defaultAffinityTimeout
-			if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil && *c.ClientIP.TimeoutSeconds > 0 {
-				ms.AffinityTimeoutSeconds = *c.ClientIP.TimeoutSeconds
-			}
-		}
-		nodePorts := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
-		for _, sp := range svc.Spec.Ports {
-			proto := sp.Protocol
-			if proto == "" {
-				proto = corev1.ProtocolTCP
-			}
-			p := iptables.Port{Name: sp.Name, Protocol: string(proto), Port: sp.Port}
-			if nodePorts {
-				p.NodePort = sp.NodePort
-			}
-			for _, slice := range byService[key{svc.Namespace, svc.Name}] {
-				p.Endpoints = appendSliceEndpoints(p.Endpoints, slice, sp.Name, proto)
-			}
-			ms.Ports = append(ms.Ports, p)
-		}
-		m.Services = append(m.Services, ms)
 	}
+	c.entries = next
 	return m
+}
+
+func sameSlices(a, b []*discoveryv1.EndpointSlice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// serviceModel is one Service's model; false when it gets no rules.
+func serviceModel(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (iptables.Service, bool) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return iptables.Service{}, false
+	}
+	ms := iptables.Service{Namespace: svc.Namespace, Name: svc.Name}
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+			ms.ClusterIPs = append(ms.ClusterIPs, a)
+		}
+	}
+	if len(ms.ClusterIPs) == 0 {
+		return iptables.Service{}, false
+	}
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		ms.AffinityTimeoutSeconds = defaultAffinityTimeout
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil && *c.ClientIP.TimeoutSeconds > 0 {
+			ms.AffinityTimeoutSeconds = *c.ClientIP.TimeoutSeconds
+		}
+	}
+	nodePorts := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+	for _, sp := range svc.Spec.Ports {
+		proto := sp.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		p := iptables.Port{Name: sp.Name, Protocol: string(proto), Port: sp.Port}
+		if nodePorts {
+			p.NodePort = sp.NodePort
+		}
+		for _, slice := range slices {
+			p.Endpoints = appendSliceEndpoints(p.Endpoints, slice, sp.Name, proto)
+		}
+		ms.Ports = append(ms.Ports, p)
+	}
+	return ms, true
 }
 
 // appendSliceEndpoints adds the endpoints of slice for the port named port

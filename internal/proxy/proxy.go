@@ -117,6 +117,7 @@ type Proxy struct {
 	onSync func() // test hook, called after each sync attempt
 
 	// Owned by the sync loop.
+	models       modelCache
 	renderer     *iptables.Renderer
 	applied      *iptables.Ruleset
 	udp          map[udpKey]map[netip.Addr]bool
@@ -360,7 +361,7 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 	if err != nil {
 		return fmt.Errorf("list endpointslices: %w", err)
 	}
-	model := buildModel(svcs, eps)
+	model := p.models.build(svcs, eps)
 	rs := p.renderer.Render(model, o)
 	var batches [][]byte
 	if full || p.applied == nil {

@@ -40,3 +40,34 @@ func BenchmarkUpdate10000x10(b *testing.B) {
 		UpdateBatches(prev, next, 1000)
 	}
 }
+
+func BenchmarkRerenderOneChange10000x10(b *testing.B) {
+	m := benchModel(10000, 10)
+	r := NewRenderer()
+	prev := r.Render(m, testOptions)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		m.Services[i%10000].Ports[0].Endpoints[0].IP = netip.AddrFrom4([4]byte{10, 245, byte(i >> 8), byte(i)})
+		next := r.Render(m, testOptions)
+		if UpdateBatches(prev, next, 1000) == nil {
+			b.Fatal("no update")
+		}
+		prev = next
+	}
+}
+
+func BenchmarkRerenderNoChange10000x10(b *testing.B) {
+	m := benchModel(10000, 10)
+	r := NewRenderer()
+	prev := r.Render(m, testOptions)
+	b.ReportAllocs()
+	for b.Loop() {
+		next := r.Render(m, testOptions)
+		if UpdateBatches(prev, next, 1000) != nil {
+			b.Fatal("update")
+		}
+		prev = next
+	}
+}

@@ -147,15 +147,16 @@ func Render(m Model, o Options) *Ruleset {
 // use.
 type Renderer struct {
 	opts  Options
-	cache map[string]*svcOut
+	cache map[svcKey]*svcOut
 }
 
+type svcKey struct{ namespace, name string }
+
 // NewRenderer returns a Renderer with an empty cache.
-func NewRenderer() *Renderer { return &Renderer{cache: map[string]*svcOut{}} }
+func NewRenderer() *Renderer { return &Renderer{cache: map[svcKey]*svcOut{}} }
 
 // svcOut is one Service's share of the rules.
 type svcOut struct {
-	key                             string // namespace/name
 	in                              Service
 	natServices, natNodePorts       []string
 	filterServices, filterExternals []string
@@ -180,15 +181,14 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 	})
 	nodeDst := nodePortDestinations(o)
 	outs := make([]*svcOut, 0, len(order))
-	next := make(map[string]*svcOut, len(order))
+	next := make(map[svcKey]*svcOut, len(order))
 	nChains, nServices := 0, 0
 	for _, i := range order {
 		s := &m.Services[i]
-		key := s.Namespace + "/" + s.Name
+		key := svcKey{s.Namespace, s.Name}
 		out, ok := r.cache[key]
 		if !ok || !equalService(&out.in, s) {
 			out = renderService(s, o, nodeDst)
-			out.key = key
 		}
 		next[key] = out
 		outs = append(outs, out)

@@ -108,13 +108,12 @@ const DefaultMaxChainsPerRestore = 1000
 
 // Proxy turns Services and EndpointSlices into iptables rules.
 type Proxy struct {
-	o      Options
-	ipt    iptables.Options
-	log    *slog.Logger
-	run    Runner
-	wake   chan struct{}
-	stats  counters
-	onSync func() // test hook, called after each sync attempt
+	o     Options
+	ipt   iptables.Options
+	log   *slog.Logger
+	run   Runner
+	wake  chan struct{}
+	stats counters
 
 	// Owned by the sync loop.
 	models       modelCache
@@ -276,7 +275,7 @@ func (p *Proxy) withRoutes(o iptables.Options) (iptables.Options, error) {
 // loop is the sync loop; it owns applied and udp.
 func (p *Proxy) loop(ctx context.Context, svcLister listersv1.ServiceLister, sliceLister discoverylisters.EndpointSliceLister) {
 	full := true
-	var last time.Time
+	var last, notBefore time.Time // notBefore: the end of a failure's backoff
 	backoff := time.Duration(0)
 	resync := time.NewTimer(p.o.SyncPeriod)
 	defer resync.Stop()
@@ -305,7 +304,11 @@ func (p *Proxy) loop(ctx context.Context, svcLister listersv1.ServiceLister, sli
 				continue
 			}
 		}
-		if wait := p.o.MinSyncPeriod - time.Since(last); wait > 0 && !last.IsZero() {
+		until := last.Add(p.o.MinSyncPeriod)
+		if notBefore.After(until) {
+			until = notBefore
+		}
+		if wait := time.Until(until); wait > 0 && !last.IsZero() {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -320,17 +323,16 @@ func (p *Proxy) loop(ctx context.Context, svcLister listersv1.ServiceLister, sli
 		}
 		last = time.Now()
 		o, err := p.withRoutes(p.ipt)
-		if err == nil {
-			routes = o.RoutedPodCIDRs
-			err = p.sync(ctx, o, svcLister, sliceLister, full)
+		if err != nil {
+			p.log.Warn("cannot read the routed pod CIDRs; keeping the last known ones", "err", err)
+			o.RoutedPodCIDRs = routes
 		}
+		routes = o.RoutedPodCIDRs
+		err = p.sync(ctx, o, svcLister, sliceLister, full)
 		p.stats.syncs.Add(1)
 		p.mu.Lock()
 		p.lastError = err
 		p.mu.Unlock()
-		if p.onSync != nil {
-			p.onSync()
-		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -340,9 +342,10 @@ func (p *Proxy) loop(ctx context.Context, svcLister listersv1.ServiceLister, sli
 			backoff = min(max(2*backoff, p.o.MinSyncPeriod), maxBackoff)
 			p.log.Error("sync failed; retrying with a full sync", "err", err, "retryIn", backoff)
 			retry.Reset(backoff)
+			notBefore = time.Now().Add(backoff)
 			continue
 		}
-		backoff = 0
+		backoff, notBefore = 0, time.Time{}
 		if full {
 			full = false
 			resync.Reset(p.o.SyncPeriod)

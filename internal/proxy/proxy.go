@@ -13,12 +13,20 @@
 //     when the loop was idle for MinSyncPeriod, else when MinSyncPeriod has
 //     passed since the previous one; everything that changed meanwhile goes
 //     into one sync.
+//   - A sync builds the model again only for the Services whose Service or
+//     EndpointSlice objects changed, and the iptables.Renderer renders again
+//     only the Services whose model changed.
 //   - The first sync, one every SyncPeriod and every sync after a failure are
-//     full: iptables-save finds the chains a previous run left, one restore
+//     full: iptables-save finds the chains a previous run left, the restore
 //     writes every chain and deletes the stale ones, and the jumps from the
 //     built-in chains are checked (iptables -C) and inserted (-I) where
 //     missing. Other syncs write only the chains whose rules changed
-//     (iptables.Update), and nothing at all when no rule changed.
+//     (iptables.UpdateBatches), and nothing at all when no rule changed.
+//   - A sync of more than MaxChainsPerRestore per-service chains is applied
+//     in several restores (iptables-nft-restore --noflush is quadratic in
+//     the chains of one transaction): each service port's chains in one
+//     restore, the top-level chains and the deletions last, so no jump ever
+//     lacks its target; smaller syncs are one atomic restore.
 //   - A failed apply is retried as a full sync with exponential backoff
 //     (from MinSyncPeriod to 30 s).
 //   - UDP endpoints that went away get their conntrack entries deleted

@@ -3,6 +3,7 @@ package dns
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -254,5 +255,56 @@ func TestIndexReplaceAndRemove(t *testing.T) {
 	r.ix.set("prod/ext", nil)
 	if len(r.ix.names) != 0 || len(r.ix.ents) != 0 || len(r.ix.services) != 0 {
 		t.Errorf("index not empty: %v %v %v", r.ix.names, r.ix.ents, r.ix.services)
+	}
+}
+
+// TestConcurrentAnswersAndUpdates runs answers while a Service's records are
+// replaced (run with -race): every answer is one of the two versions.
+func TestConcurrentAnswersAndUpdates(t *testing.T) {
+	r := testResolver(t)
+	versions := []recordSet{
+		serviceRecords(testZone, 5, clusterIPService("default", "web", []string{"10.96.0.10"}), nil),
+		serviceRecords(testZone, 5, clusterIPService("default", "web", []string{"10.96.0.20"}), nil),
+	}
+	ok := map[string]bool{
+		"web.default.svc.cluster.local. 5 IN A 10.96.0.10": true,
+		"web.default.svc.cluster.local. 5 IN A 10.96.0.20": true,
+	}
+	done := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+				r.ix.set("default/web", versions[i%2])
+			}
+		}
+	}()
+	errs := make(chan string, 4)
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for range 2000 {
+				req := new(dns.Msg)
+				req.SetQuestion("web.default.svc.cluster.local.", dns.TypeA)
+				resp, _ := r.answer(req)
+				if got := rrStrings(resp.Answer); len(got) != 1 || !ok[got[0]] {
+					errs <- strings.Join(got, "; ")
+					return
+				}
+			}
+		}()
+	}
+	readers.Wait()
+	close(done)
+	<-writerDone
+	close(errs)
+	for e := range errs {
+		t.Errorf("torn answer: %s", e)
 	}
 }

@@ -78,7 +78,7 @@ func resolvConfUpstreams(path, listen string) ([]string, error) {
 		if err != nil {
 			continue
 		}
-		up := netip.AddrPortFrom(ip.WithZone(""), 53)
+		up := netip.AddrPortFrom(ip, 53)
 		if isSelf(up, listen) {
 			continue
 		}

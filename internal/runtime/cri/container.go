@@ -311,7 +311,14 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	}
 	c.op.Lock()
 	defer c.op.Unlock()
-	if o := s.refresh(ctx, c); o.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+	// A container never started and not known to have ended is created as far as the server
+	// knows: asking runc first would cost a `runc state` on every pod's start path. Should
+	// its init have died meanwhile, `runc start` fails and the container ends as StartError.
+	s.mu.Lock()
+	fresh := !c.meta.Started && c.meta.Final == nil
+	s.mu.Unlock()
+	if !fresh {
+		o := s.refresh(ctx, c)
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is %s, not created", c.meta.ID, o.state)
 	}
 	s.mu.Lock()

@@ -175,11 +175,11 @@ func tail(path string) string {
 
 // Start starts a created container's process.
 func (r *Runtime) Start(ctx context.Context, id string) error {
-	rs, err := r.runcState(ctx, id)
+	bundle, err := r.bundleOf(ctx, id)
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	marker := filepath.Join(filepath.Dir(rs.Bundle), startedFile)
+	marker := filepath.Join(filepath.Dir(bundle), startedFile)
 	// Written before runc start so that StartedAt never follows FinishedAt.
 	if err := writeFileAtomic(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
@@ -189,6 +189,39 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	return nil
+}
+
+// bundleOf returns a container's bundle directory. It reads the bundle label runc keeps in
+// its state file (<root>/<id>/state.json, written atomically), which saves a `runc state`
+// process on every start; when that file cannot be read or names no bundle, it asks runc.
+func (r *Runtime) bundleOf(ctx context.Context, id string) (string, error) {
+	if validContainerID(id) {
+		if b, err := os.ReadFile(filepath.Join(r.root, id, "state.json")); err == nil {
+			var st struct {
+				Config struct {
+					Labels []string `json:"labels"`
+				} `json:"config"`
+			}
+			if json.Unmarshal(b, &st) == nil {
+				for _, l := range st.Config.Labels {
+					if v, ok := strings.CutPrefix(l, "bundle="); ok && filepath.IsAbs(v) {
+						return v, nil
+					}
+				}
+			}
+		}
+	}
+	rs, err := r.runcState(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return rs.Bundle, nil
+}
+
+// validContainerID reports whether id can name a directory below runc's root (no path
+// separators, not . or ..), as runc itself requires.
+func validContainerID(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, "/\\\x00")
 }
 
 // runcState is `runc state`'s JSON.

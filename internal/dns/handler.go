@@ -8,6 +8,10 @@ import (
 	"github.com/miekg/dns"
 )
 
+// ednsSize is the UDP payload size the server advertises in EDNS answers
+// (the size DNS flag day 2020 recommends).
+const ednsSize = 1232
+
 // handler serves one DNS message: from the index for the zone, from the
 // upstreams for the rest.
 type handler struct {
@@ -34,8 +38,8 @@ func (h *handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			resp.RecursionAvailable = true
 		}
 		resp.Id = req.Id
-	} else if opt := req.IsEdns0(); opt != nil {
-		resp.SetEdns0(max(opt.UDPSize(), dns.MinMsgSize), false)
+	} else if req.IsEdns0() != nil {
+		resp.SetEdns0(ednsSize, false)
 	}
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		size := dns.MinMsgSize

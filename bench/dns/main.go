@@ -138,10 +138,16 @@ func run(ctx context.Context, services, endpoints, conc int, dur time.Duration, 
 		qtype uint16
 		rcode int
 	}{
-		{"A clusterIP", func(r *rand.Rand) string { return "svc-" + strconv.Itoa(r.IntN(services)) + ".default.svc.cluster.local." }, dns.TypeA, dns.RcodeSuccess},
-		{"SRV clusterIP", func(r *rand.Rand) string { return "_http._tcp.svc-" + strconv.Itoa(r.IntN(services)) + ".default.svc.cluster.local." }, dns.TypeSRV, dns.RcodeSuccess},
+		{"A clusterIP", func(r *rand.Rand) string {
+			return "svc-" + strconv.Itoa(r.IntN(services)) + ".default.svc.cluster.local."
+		}, dns.TypeA, dns.RcodeSuccess},
+		{"SRV clusterIP", func(r *rand.Rand) string {
+			return "_http._tcp.svc-" + strconv.Itoa(r.IntN(services)) + ".default.svc.cluster.local."
+		}, dns.TypeSRV, dns.RcodeSuccess},
 		{fmt.Sprintf("A headless (%d IPs)", endpoints), func(*rand.Rand) string { return "headless.default.svc.cluster.local." }, dns.TypeA, dns.RcodeSuccess},
-		{"NXDOMAIN", func(r *rand.Rand) string { return "nope-" + strconv.Itoa(r.IntN(services)) + ".default.svc.cluster.local." }, dns.TypeA, dns.RcodeNameError},
+		{"NXDOMAIN", func(r *rand.Rand) string {
+			return "nope-" + strconv.Itoa(r.IntN(services)) + ".default.svc.cluster.local."
+		}, dns.TypeA, dns.RcodeNameError},
 		{"forwarded (loopback)", func(r *rand.Rand) string { return "host-" + strconv.Itoa(r.IntN(services)) + ".example.org." }, dns.TypeA, dns.RcodeSuccess},
 	}
 	for _, k := range kinds {

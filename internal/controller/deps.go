@@ -27,7 +27,10 @@ func NewDeps(cfg *rest.Config, userAgent string) (Deps, *Starter, error) {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = 5000, 10000
 	c = rest.AddUserAgent(c, userAgent)
-	client, err := kubernetes.NewForConfig(c)
+	// The typed clients speak protobuf, as upstream's controller manager does.
+	pc := rest.CopyConfig(c)
+	pc.ContentType, pc.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(pc)
 	if err != nil {
 		return Deps{}, nil, fmt.Errorf("clientset: %w", err)
 	}

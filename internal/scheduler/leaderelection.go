@@ -29,7 +29,10 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) err
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = 5000, 10000
 	c = rest.AddUserAgent(c, "kubette-scheduler")
-	client, err := kubernetes.NewForConfig(c)
+	// Protobuf, as upstream's components: strict JSON decoding was a third of a bind's server CPU.
+	pc := rest.CopyConfig(c)
+	pc.ContentType, pc.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(pc)
 	if err != nil {
 		return fmt.Errorf("scheduler clientset: %w", err)
 	}

@@ -1,0 +1,222 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Endpoint is the API server path that serves records (see Recorder.ServeHTTP).
+const Endpoint = "/debug/trace"
+
+// kinds maps the names `kubette trace` accepts to the canonical kind.
+var kinds = map[string]string{
+	"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
+	"replicaset": "ReplicaSet", "replicasets": "ReplicaSet", "rs": "ReplicaSet",
+	"pod": "Pod", "pods": "Pod", "po": "Pod",
+}
+
+// resources maps kinds to the resource names records use.
+var resources = map[string]string{"Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps", "Pod": "pods"}
+
+// ParseKind reads the kind of KIND/NAME (deployment, deploy, rs, pod, ...).
+func ParseKind(s string) (string, error) {
+	if k, ok := kinds[strings.ToLower(s)]; ok {
+		return k, nil
+	}
+	return "", fmt.Errorf("kind %q: trace follows deployments, replicasets and pods", s)
+}
+
+// Follow finds the object and everything it owns — a Deployment's ReplicaSets and their
+// Pods — through controller owner references, root first, then each level in name order.
+func Follow(ctx context.Context, client kubernetes.Interface, kind, namespace, name string) ([]Object, error) {
+	var root Object
+	switch kind {
+	case "Deployment":
+		d, err := client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get deployment %s/%s: %w", namespace, name, err)
+		}
+		root = object(kind, d.ObjectMeta)
+	case "ReplicaSet":
+		rs, err := client.AppsV1().ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get replicaset %s/%s: %w", namespace, name, err)
+		}
+		root = object(kind, rs.ObjectMeta)
+	case "Pod":
+		p, err := client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+		}
+		root = object(kind, p.ObjectMeta)
+	default:
+		return nil, fmt.Errorf("kind %q: trace follows Deployments, ReplicaSets and Pods", kind)
+	}
+	root.Owner = ""
+	out := []Object{root}
+	parents := map[types.UID]bool{types.UID(root.UID): true}
+	if kind == "Deployment" {
+		list, err := client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list replicasets in %s: %w", namespace, err)
+		}
+		level := []Object{}
+		for _, rs := range list.Items {
+			if c := metav1.GetControllerOf(&rs); c != nil && parents[c.UID] {
+				level = append(level, object("ReplicaSet", rs.ObjectMeta))
+			}
+		}
+		out = append(out, sortByName(level)...)
+		parents = map[types.UID]bool{}
+		for _, o := range level {
+			parents[types.UID(o.UID)] = true
+		}
+	}
+	if kind == "Deployment" || kind == "ReplicaSet" {
+		list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list pods in %s: %w", namespace, err)
+		}
+		level := []Object{}
+		for _, p := range list.Items {
+			if c := metav1.GetControllerOf(&p); c != nil && parents[c.UID] {
+				level = append(level, object("Pod", p.ObjectMeta))
+			}
+		}
+		out = append(out, sortByName(level)...)
+	}
+	return out, nil
+}
+
+func object(kind string, m metav1.ObjectMeta) Object {
+	o := Object{Ref: ObjectRef{Resource: resources[kind], Namespace: m.Namespace, Name: m.Name}, Kind: kind, UID: string(m.UID)}
+	if c := metav1.GetControllerOfNoCopy(&m); c != nil {
+		o.Owner = string(c.UID)
+	}
+	return o
+}
+
+func sortByName(objs []Object) []Object {
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Ref.Name < objs[j].Ref.Name })
+	return objs
+}
+
+// Events lists the Events about the objects (by UID, or by kind and name for Events
+// that carry no UID), oldest first.
+func Events(ctx context.Context, client kubernetes.Interface, namespace string, objs []Object) ([]Event, error) {
+	byUID := map[string]ObjectRef{}
+	byName := map[string]ObjectRef{}
+	for _, o := range objs {
+		byUID[o.UID] = o.Ref
+		byName[o.Kind+"/"+o.Ref.Name] = o.Ref
+	}
+	list, err := client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list events in %s: %w", namespace, err)
+	}
+	var out []Event
+	for _, e := range list.Items {
+		ref, ok := byUID[string(e.InvolvedObject.UID)]
+		if !ok && e.InvolvedObject.UID == "" {
+			ref, ok = byName[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name]
+		}
+		if !ok {
+			continue
+		}
+		out = append(out, fromEvent(&e, ref))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}
+
+func fromEvent(e *corev1.Event, ref ObjectRef) Event {
+	t := e.EventTime.Time
+	if t.IsZero() {
+		t = e.FirstTimestamp.Time
+	}
+	if t.IsZero() {
+		t = e.CreationTimestamp.Time
+	}
+	component, host := e.ReportingController, e.Source.Host
+	if component == "" {
+		component = e.Source.Component
+	}
+	if host == "" {
+		host = e.ReportingInstance
+	}
+	count := e.Count
+	if e.Series != nil {
+		count = e.Series.Count
+	}
+	return Event{Time: t, Component: EventActor(component, host), Reason: e.Reason, Message: e.Message, Object: ref, Name: e.Name, Count: count}
+}
+
+// Fetch asks the API server for the records about the objects and the Events (whose
+// create requests time the Events exactly).
+func Fetch(ctx context.Context, client kubernetes.Interface, objs []Object, events []Event) ([]Record, error) {
+	var q Query
+	for _, o := range objs {
+		q.Objects = append(q.Objects, o.Ref)
+	}
+	for _, e := range events {
+		q.Objects = append(q.Objects, ObjectRef{Resource: "events", Namespace: e.Object.Namespace, Name: e.Name})
+	}
+	req := client.CoreV1().RESTClient().Get().AbsPath(Endpoint)
+	byNamespace := len(q.Objects) > maxObjectParams && len(objs) > 0
+	if byNamespace {
+		// Too many for one URL: ask for the namespace and keep the objects' records here.
+		req = req.Param("namespace", objs[0].Ref.Namespace)
+	} else {
+		for _, o := range q.Objects {
+			req = req.Param("object", o.String())
+		}
+	}
+	raw, err := req.Timeout(30 * time.Second).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", Endpoint, err)
+	}
+	var resp Response
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", Endpoint, err)
+	}
+	if !byNamespace {
+		return resp.Records, nil
+	}
+	var out []Record
+	for i := range resp.Records {
+		if q.match(&resp.Records[i]) {
+			out = append(out, resp.Records[i])
+		}
+	}
+	return out, nil
+}
+
+// maxObjectParams is how many objects Fetch names in one URL.
+const maxObjectParams = 100
+
+// Collect gathers a flow's Input from a cluster: the object named kind/name in
+// namespace, what it owns, the Events about them and the API server's records.
+func Collect(ctx context.Context, client kubernetes.Interface, kind, namespace, name string) (Input, error) {
+	objs, err := Follow(ctx, client, kind, namespace, name)
+	if err != nil {
+		return Input{}, err
+	}
+	events, err := Events(ctx, client, namespace, objs)
+	if err != nil {
+		return Input{}, err
+	}
+	records, err := Fetch(ctx, client, objs, events)
+	if err != nil {
+		return Input{}, err
+	}
+	return Input{Objects: objs, Records: records, Events: events}, nil
+}

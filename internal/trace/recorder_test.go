@@ -1,0 +1,118 @@
+package trace
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRingKeepsTheNewestWithinCapacity(t *testing.T) {
+	r := New(Config{Capacity: 100, Shards: 4})
+	for i := 0; i < 1000; i++ {
+		r.Add(&Record{Type: TypeRequest, Resource: "pods", Namespace: "default", Name: "p"})
+		r.Add(&Record{Type: TypeRequest, Resource: "services", Namespace: "default", Name: "s"})
+	}
+	pods := r.Records(Query{Resource: "pods"})
+	if len(pods) != 100 {
+		t.Fatalf("kept %d pod records, want 100", len(pods))
+	}
+	// The newest 100 pod records are the odd sequence numbers 1801..1999.
+	for i, rec := range pods {
+		if want := uint64(1801 + 2*i); rec.Seq != want {
+			t.Fatalf("record %d has seq %d, want %d", i, rec.Seq, want)
+		}
+	}
+	if n := len(r.Records(Query{})); n != 200 {
+		t.Fatalf("kept %d records over both resources, want 200 (one ring per resource)", n)
+	}
+}
+
+func TestQuerySelectsObjectsAndUIDs(t *testing.T) {
+	r := New(Config{})
+	r.Add(&Record{Resource: "pods", Namespace: "a", Name: "x", UID: "u1"})
+	r.Add(&Record{Resource: "pods", Namespace: "b", Name: "x"})
+	r.Add(&Record{Resource: "deployments.apps", Namespace: "a", Name: "x"})
+	r.Add(&Record{Resource: "pods", Namespace: "a", Name: "y", UID: "u2"})
+	got := r.Records(Query{Objects: []ObjectRef{{Resource: "pods", Namespace: "a", Name: "x"}}, UIDs: []string{"u2"}})
+	if len(got) != 2 || got[0].Name != "x" || got[1].Name != "y" {
+		t.Fatalf("got %+v", got)
+	}
+	if got := r.Records(Query{Namespace: "a", AfterSeq: 1}); len(got) != 2 {
+		t.Fatalf("namespace a after seq 1: got %d records, want 2", len(got))
+	}
+}
+
+func TestConcurrentAddAndRead(t *testing.T) {
+	r := New(Config{Capacity: 64, Shards: 8})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				r.Add(&Record{Resource: "pods", Name: "p", Time: time.Unix(int64(i), 0)})
+				if i%100 == 0 {
+					_ = r.Records(Query{Resource: "pods"})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	recs := r.Records(Query{})
+	if len(recs) != 64 {
+		t.Fatalf("kept %d records, want 64", len(recs))
+	}
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Seq <= recs[i-1].Seq {
+			t.Fatalf("records out of order at %d", i)
+		}
+	}
+	if recs[len(recs)-1].Seq != 16000 {
+		t.Fatalf("newest seq %d, want 16000", recs[len(recs)-1].Seq)
+	}
+}
+
+func TestServeHTTP(t *testing.T) {
+	r := New(Config{})
+	r.Add(&Record{Resource: "pods", Namespace: "default", Name: "web-1", Verb: "create", Code: 201})
+	r.Add(&Record{Resource: "pods", Namespace: "default", Name: "web-2"})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + Endpoint + "?object=pods/default/web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got Response
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Records) != 1 || got.Records[0].Name != "web-1" || got.Records[0].Code != 201 {
+		t.Fatalf("got %+v", got.Records)
+	}
+	bad, err := http.Get(srv.URL + Endpoint + "?object=nonsense")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Body.Close()
+	if bad.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad object: status %d, want 400", bad.StatusCode)
+	}
+}
+
+// BenchmarkAdd measures one record call as the API server makes it, from parallel requests.
+func BenchmarkAdd(b *testing.B) {
+	r := New(Config{})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		rec := Record{Type: TypeRequest, User: "system:kube-controller-manager", Verb: "create", Method: "POST",
+			Path: "/api/v1/namespaces/default/pods", Resource: "pods", Namespace: "default", Name: "web-1", Code: 201}
+		for pb.Next() {
+			rec.Time = time.Time{}
+			r.Add(&rec)
+		}
+	})
+}

@@ -180,8 +180,12 @@ func measure(n, e, runs int, apply bool) error {
 		renders, diffs, applies, totals = append(renders, b.Sub(a)), append(diffs, c.Sub(b)), append(applies, d.Sub(c)), append(totals, d.Sub(a))
 		prev = next
 	}
-	fmt.Printf("  one-endpoint change: render %v + diff %v + iptables-restore %v = %v median, %v max (%d runs, %.1f kB restored)\n",
-		median(renders), median(diffs), median(applies), median(totals), slices.Max(totals).Round(time.Millisecond), runs, float64(partialBytes)/1e3)
+	restore := fmt.Sprintf(" + iptables-restore %v", median(applies))
+	if ns == nil {
+		restore = " (render only)"
+	}
+	fmt.Printf("  one-endpoint change: render %v + diff %v%s = %v median, %v max (%d runs, %.1f kB of restore text)\n",
+		median(renders), median(diffs), restore, median(totals), slices.Max(totals).Round(100*time.Microsecond), runs, float64(partialBytes)/1e3)
 
 	// Nothing changed (a resync event): render and diff only.
 	a := time.Now()
@@ -207,5 +211,5 @@ func measure(n, e, runs int, apply bool) error {
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
-	return s[len(s)/2].Round(100 * time.Microsecond)
+	return s[len(s)/2].Round(time.Microsecond)
 }

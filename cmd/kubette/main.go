@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage(), newKubelet(), newDown(), newProxy(), newIngress(), newDNS())
+	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage(), newKubelet(), newDown(), newProxy(), newIngress(), newDNS(), newTrace())
 	return root
 }
 

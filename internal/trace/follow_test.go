@@ -82,8 +82,8 @@ func TestActor(t *testing.T) {
 	cm := "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/kube-controller-manager"
 	for _, c := range []struct {
 		user, ua, fm, res, sub string
-		delivery           bool
-		want               string
+		delivery               bool
+		want                   string
 	}{
 		{"kubernetes-admin", "kubectl/v1.32.0 (linux/amd64) kubernetes/70d3cc9", "", "deployments.apps", "", false, "kubectl"},
 		{"system:kube-controller-manager", cm, "", "replicasets.apps", "", false, "deployment-controller"},

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubette/kubette/internal/trace"
+)
+
+// newTrace is `kubette trace KIND/NAME`: the sequence diagram of what the cluster did
+// for an object and everything it caused.
+func newTrace() *cobra.Command {
+	var kubeconfig, namespace, format string
+	var all, normalize bool
+	cmd := &cobra.Command{
+		Use:   "trace KIND/NAME",
+		Short: "Draw what the cluster did for an object (and what it owns) as a sequence diagram",
+		Long: "trace follows a Deployment, ReplicaSet or Pod through owner references, reads the API server's\n" +
+			"records of the requests, storage writes and watch events about them and the Events components\n" +
+			"reported, and prints a Mermaid sequenceDiagram (or a numbered text timeline, or an SVG).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kindName, name, ok := strings.Cut(args[0], "/")
+			if !ok || name == "" {
+				return fmt.Errorf("want KIND/NAME, e.g. deployment/web, got %q", args[0])
+			}
+			kind, err := trace.ParseKind(kindName)
+			if err != nil {
+				return err
+			}
+			render := map[string]func(trace.Flow) string{"mermaid": trace.Mermaid, "text": trace.Text, "svg": trace.SVG}[format]
+			if render == nil {
+				return fmt.Errorf("--format %q: want mermaid, text or svg", format)
+			}
+			if kubeconfig == "" {
+				kubeconfig = os.Getenv("KUBECONFIG")
+			}
+			if kubeconfig == "" {
+				kubeconfig = filepath.Join(defaultDataDir(), "admin.kubeconfig")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+			}
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("client: %w", err)
+			}
+			in, err := trace.Collect(cmd.Context(), client, kind, namespace, name)
+			if err != nil {
+				return err
+			}
+			if normalize {
+				in = trace.Normalize(in)
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), render(trace.Build(in, trace.Options{All: all})))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, else DATA_DIR/admin.kubeconfig)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the object's namespace")
+	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid, text or svg")
+	cmd.Flags().BoolVar(&all, "all", false, "show every record (reads, Event writes, every watch delivery) and fold nothing")
+	cmd.Flags().BoolVar(&normalize, "normalize", false, "replace generated names, UIDs, times and revisions by stable ones")
+	return cmd
+}

@@ -43,7 +43,11 @@ func backend(t *testing.T, ip, name string) int {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
 		fmt.Fprintf(w, "%s %s", name, r.URL.Path)
+		if n > 0 {
+			fmt.Fprintf(w, " %d", n)
+		}
 	})}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -330,6 +334,38 @@ func TestIntegration(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("large body within proxy-body-size", func(t *testing.T) {
+		ing := ingressObj("upload", map[string]string{AnnotationProxyBodySize: "8m"}, rule("upload.example", prefix("/", "a")))
+		if _, err := client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		post := func(host string) (int, string, error) {
+			req, err := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/up", h.httpPort), strings.NewReader(strings.Repeat("x", 3<<20)))
+			if err != nil {
+				return 0, "", err
+			}
+			req.Host = host
+			resp, err := h.http.Do(req)
+			if err != nil {
+				return 0, "", err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b), err
+		}
+		eventually(t, "3 MiB POST through upload.example", func() error {
+			code, body, err := post("upload.example")
+			if err == nil && (code != 200 || !strings.HasSuffix(body, fmt.Sprintf(" /up %d", 3<<20))) {
+				err = fmt.Errorf("got %d %q", code, body)
+			}
+			return err
+		})
+		// a.example keeps nginx's default limit of 1 MiB.
+		if code, _, err := post("a.example"); err == nil && code != http.StatusRequestEntityTooLarge {
+			t.Errorf("3 MiB POST to a.example: %d, want 413", code)
+		}
 	})
 
 	t.Run("bad annotation", func(t *testing.T) {

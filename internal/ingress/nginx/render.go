@@ -52,6 +52,11 @@ func Render(c Config) []byte {
 	w(1, "proxy_set_header X-Forwarded-Host $host;")
 	w(1, "proxy_set_header X-Forwarded-Proto $scheme;")
 	w(1, "proxy_next_upstream error timeout;")
+	// Workers run as nginx's unprivileged user and may not reach the temp
+	// directories under the controller's data directory: bodies are streamed,
+	// never buffered to disk.
+	w(1, "proxy_request_buffering off;")
+	w(1, "proxy_max_temp_file_size 0;")
 	w(1, "ssl_protocols TLSv1.2 TLSv1.3;")
 	w(1, "ssl_session_cache shared:SSL:10m;")
 	for _, u := range c.Upstreams {

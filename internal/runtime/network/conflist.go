@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -104,6 +105,21 @@ func buildConflist(bridge string, cidrs []netip.Prefix, ipamDir string) ([]byte,
 		return nil, fmt.Errorf("render conflist: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// withoutPortmap returns a conflist written by buildConflist without its portmap plugin: the
+// conflist of a sandbox that publishes no hostPort. It is a pure function.
+func withoutPortmap(b []byte) ([]byte, error) {
+	var c conflist
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse conflist: %w", err)
+	}
+	c.Plugins = slices.DeleteFunc(c.Plugins, func(p plugin) bool { return p.Type == "portmap" })
+	out, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render conflist: %w", err)
+	}
+	return append(out, '\n'), nil
 }
 
 // conflistCIDRs reads the pod CIDRs back from a conflist written by buildConflist.

@@ -2,11 +2,16 @@ package network
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/containernetworking/cni/libcni"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -189,5 +194,36 @@ func TestReadyNamesWhatIsMissing(t *testing.T) {
 	}
 	if _, err := m2.Status("unknown"); err == nil {
 		t.Error("Status of an unknown sandbox succeeded")
+	}
+}
+
+func TestWithoutPortmap(t *testing.T) {
+	full, err := buildConflist("kb0", []netip.Prefix{netip.MustParsePrefix("10.88.9.0/24")}, "/ipam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := withoutPortmap(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := libcni.NetworkConfFromBytes(b)
+	if err != nil {
+		t.Fatalf("libcni rejects the conflist without portmap: %v\n%s", err, b)
+	}
+	if len(list.Plugins) != 1 || list.Plugins[0].Network.Type != "bridge" || list.Name != networkName {
+		t.Errorf("conflist without portmap = %s", b)
+	}
+	var want, got conflist
+	if err := json.Unmarshal(full, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Plugins[0], want.Plugins[0]) {
+		t.Errorf("bridge plugin changed: %+v, want %+v", got.Plugins[0], want.Plugins[0])
+	}
+	if cidrs, err := conflistCIDRs(b); err != nil || formatCIDRs(cidrs) != "10.88.9.0/24" {
+		t.Errorf("CIDRs of the conflist without portmap = %v, %v", cidrs, err)
 	}
 }

@@ -38,7 +38,7 @@ type testEnv struct {
 }
 
 // newTestEnv needs root and the CNI plugins. pluginDirs overrides where the plugins are looked for.
-func newTestEnv(t *testing.T, pluginDirs ...string) *testEnv {
+func newTestEnv(t testing.TB, pluginDirs ...string) *testEnv {
 	t.Helper()
 	needs.Root(t)
 	dir := needs.CNIPlugins(t)
@@ -69,7 +69,7 @@ func newTestEnv(t *testing.T, pluginDirs ...string) *testEnv {
 }
 
 // cleanup tears everything down and checks that nothing the plugins made is left behind.
-func (e *testEnv) cleanup(t *testing.T) {
+func (e *testEnv) cleanup(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := e.m.Cleanup(ctx); err != nil {
@@ -159,7 +159,7 @@ func randomBridgeName() string {
 
 // freePodCIDR picks a 10.88.x.0/24 (x in 200..249) that no route on this host overlaps, so tests
 // running at the same time (here or in other packages) do not share a subnet.
-func freePodCIDR(t *testing.T) netip.Prefix {
+func freePodCIDR(t testing.TB) netip.Prefix {
 	t.Helper()
 	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: 0}, 0)
 	if err != nil {
@@ -191,7 +191,7 @@ func freePodCIDR(t *testing.T) netip.Prefix {
 // assertNoIPTables fails the test if any iptables rule or chain of the given sandboxes remains:
 // the bridge plugin's masquerade chain, portmap's DNAT and SNAT chains, or a rule whose comment
 // names the sandbox.
-func assertNoIPTables(t *testing.T, ids ...string) {
+func assertNoIPTables(t testing.TB, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
 		for _, line := range iptablesLines(t, id) {
@@ -202,7 +202,7 @@ func assertNoIPTables(t *testing.T, ids ...string) {
 
 // iptablesLines returns the iptables-save lines that mention the sandbox: its ID (rule comments)
 // or one of the chain names the plugins derive from it.
-func iptablesLines(t *testing.T, id string) []string {
+func iptablesLines(t testing.TB, id string) []string {
 	t.Helper()
 	out, err := exec.Command("iptables-save").CombinedOutput()
 	if err != nil {
@@ -314,7 +314,7 @@ func hostAddr(t *testing.T) netip.Addr {
 }
 
 // freeHostPort returns a TCP port nothing on the host listens on right now.
-func freeHostPort(t *testing.T) int {
+func freeHostPort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", ":0")
 	if err != nil {
@@ -483,7 +483,9 @@ func TestSetupFailureUndoes(t *testing.T) {
 	}
 	e := newTestEnv(t, plugins)
 	id := e.newID()
-	_, err := e.m.Setup(context.Background(), Pod{SandboxID: id, Namespace: "default", Name: "doomed", UID: "u"})
+	// A hostPort: a sandbox without one is set up without portmap.
+	_, err := e.m.Setup(context.Background(), Pod{SandboxID: id, Namespace: "default", Name: "doomed", UID: "u",
+		Ports: []PortMapping{{ContainerPort: 80, HostPort: int32(freeHostPort(t))}}})
 	if err == nil || !strings.Contains(err.Error(), "injected failure") {
 		t.Fatalf("Setup = %v, want the injected failure", err)
 	}

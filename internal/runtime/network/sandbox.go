@@ -141,6 +141,15 @@ func (m *Manager) register(rec *record) error {
 		return errors.New("the sandbox already has a network")
 	}
 	rec.Conflist = string(m.conflist)
+	if len(rec.PortMappings) == 0 {
+		// Without hostPorts the portmap plugin has nothing to do on ADD, yet it costs a
+		// process, and on DEL iptables processes: the sandbox's conflist leaves it out.
+		b, err := withoutPortmap(m.conflist)
+		if err != nil {
+			return err
+		}
+		rec.Conflist = string(b)
+	}
 	m.sandboxes[rec.SandboxID] = rec
 	return nil
 }

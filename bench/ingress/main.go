@@ -156,6 +156,11 @@ func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, w
 			if err := client.NetworkingV1().Ingresses(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				return err
 			}
+			// The deletion is served before the next change starts, so the
+			// two are not coalesced into one sync.
+			if err := h.wait(ctx, name+".bench.example", func(code int, _ string) bool { return code == http.StatusNotFound }); err != nil {
+				return err
+			}
 			// Endpoint change: the backend moves to the other server.
 			to, body := b2, "two"
 			if r%2 == 1 {
@@ -264,6 +269,11 @@ type prober struct {
 
 // waitBody polls nginx every 2 ms until host answers 200 with body.
 func (p *prober) waitBody(ctx context.Context, host, body string) error {
+	return p.wait(ctx, host, func(code int, b string) bool { return code == http.StatusOK && b == body })
+}
+
+// wait polls nginx every 2 ms until host's answer to GET / satisfies ok.
+func (p *prober) wait(ctx context.Context, host string, ok func(code int, body string) bool) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://127.0.0.1:%d/", p.port), nil)
@@ -271,7 +281,7 @@ func (p *prober) waitBody(ctx context.Context, host, body string) error {
 		if resp, err := p.client.Do(req); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == 200 && string(b) == body {
+			if ok(resp.StatusCode, string(b)) {
 				return nil
 			}
 		}
@@ -280,7 +290,7 @@ func (p *prober) waitBody(ctx context.Context, host, body string) error {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return fmt.Errorf("%s never answered %q", host, body)
+	return fmt.Errorf("%s never answered as expected", host)
 }
 
 func summary(d []time.Duration) string {

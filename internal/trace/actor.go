@@ -50,7 +50,7 @@ func Actor(user, userAgent, fieldManager, resource, subresource string, delivery
 		return "scheduler"
 	case user == "system:kube-proxy":
 		return "proxy"
-	case user == "system:kube-controller-manager":
+	case user == "system:kube-controller-manager" || strings.HasSuffix(userAgent, "/kube-controller-manager"):
 		if i := strings.LastIndexByte(userAgent, '/'); i >= 0 && strings.HasSuffix(userAgent, "-controller") {
 			return userAgent[i+1:]
 		}

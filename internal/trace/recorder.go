@@ -132,13 +132,50 @@ func (q *Query) match(rec *Record) bool {
 	return false
 }
 
-// Records returns the matching records in Seq order.
+// Records returns the matching records in Seq order. Requests carry no UID (the
+// request path names the object, the storage write its key); the watch deliveries of
+// the write's revision do, and Records copies it to the request, so that a query by UID
+// finds the requests too.
 func (r *Recorder) Records(q Query) []Record {
-	var out []Record
-	r.rings.Range(func(k, v any) bool {
-		if q.Resource != "" && k.(string) != q.Resource && len(q.Objects) == 0 && len(q.UIDs) == 0 {
-			return true
+	if len(q.UIDs) > 0 {
+		uids := map[string]bool{}
+		for _, u := range q.UIDs {
+			uids[u] = true
 		}
+		seen := map[ObjectRef]bool{}
+		r.scan(func(rec *Record) {
+			if rec.UID != "" && uids[rec.UID] && !seen[rec.Ref()] {
+				seen[rec.Ref()] = true
+				q.Objects = append(q.Objects, rec.Ref())
+			}
+		})
+	}
+	var out []Record
+	type write struct {
+		ref ObjectRef
+		rev int64
+	}
+	uidOf := map[write]string{}
+	r.scan(func(rec *Record) {
+		if q.match(rec) {
+			out = append(out, *rec)
+			if rec.Type == TypeDelivery && rec.UID != "" {
+				uidOf[write{rec.Ref(), rec.Revision}] = rec.UID
+			}
+		}
+	})
+	for i := range out {
+		if out[i].UID == "" && out[i].Type == TypeRequest && out[i].Revision != 0 {
+			out[i].UID = uidOf[write{out[i].Ref(), out[i].Revision}]
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+// scan calls f for every stored record, holding each shard's lock in turn.
+func (r *Recorder) scan(f func(*Record)) {
+	r.rings.Range(func(k, v any) bool {
 		rg := v.(*ring)
 		for i := range rg.shards {
 			sh := &rg.shards[i]
@@ -148,16 +185,12 @@ func (r *Recorder) Records(q Query) []Record {
 				n = len(sh.buf)
 			}
 			for j := 0; j < n; j++ {
-				if q.match(&sh.buf[j]) {
-					out = append(out, sh.buf[j])
-				}
+				f(&sh.buf[j])
 			}
 			sh.mu.Unlock()
 		}
 		return true
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out
 }
 
 // Response is the JSON the trace endpoint serves.

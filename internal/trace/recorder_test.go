@@ -45,6 +45,17 @@ func TestQuerySelectsObjectsAndUIDs(t *testing.T) {
 	}
 }
 
+func TestQueryByUIDFindsRequestsThroughTheirWrite(t *testing.T) {
+	r := New(Config{})
+	r.Add(&Record{Type: TypeRequest, Verb: "create", Resource: "pods", Namespace: "a", Name: "web-x", Revision: 7})
+	r.Add(&Record{Type: TypeDelivery, Resource: "pods", Namespace: "a", Name: "web-x", UID: "u1", Revision: 7, EventType: "ADDED"})
+	r.Add(&Record{Type: TypeRequest, Verb: "create", Resource: "pods", Namespace: "a", Name: "other", Revision: 8})
+	got := r.Records(Query{UIDs: []string{"u1"}})
+	if len(got) != 2 || got[0].Type != TypeRequest || got[0].UID != "u1" {
+		t.Fatalf("got %+v, want the create (with the uid of its write) and the delivery", got)
+	}
+}
+
 func TestConcurrentAddAndRead(t *testing.T) {
 	r := New(Config{Capacity: 64, Shards: 8})
 	var wg sync.WaitGroup

@@ -29,7 +29,7 @@ func main() {
 	endpoints := flag.Int("endpoints", 10, "ready endpoints per Service")
 	runs := flag.Int("runs", 3, "one-endpoint changes measured per size (median and max printed)")
 	apply := flag.String("apply", "auto", "apply into a throwaway network namespace: auto (when root with iptables-restore), yes, no")
-	flag.IntVar(&batchChains, "batch-chains", proxy.DefaultMaxChainsPerRestore, "per-service chains per iptables-restore (0: one restore)")
+	flag.IntVar(&batchChains, "batch-chains", -1, "per-service chains per iptables-restore (0: one restore; -1: the proxy's choice, proxy.ChainsPerRestore)")
 	flag.Parse()
 	doApply := *apply == "yes"
 	if *apply == "auto" {
@@ -114,6 +114,10 @@ func measure(n, e, runs int, apply bool) error {
 	text := rs.Text(nil)
 	textTime := time.Since(t1)
 	rules := strings.Count(string(text), "\n-A ")
+	if batchChains < 0 {
+		batchChains = proxy.ChainsPerRestore(len(rs.NAT))
+		defer func() { batchChains = -1 }()
+	}
 	fmt.Printf("%d services: %d chains, %d rules, %.1f MB of restore text\n", n, len(rs.Filter)+len(rs.NAT), rules, float64(len(text))/1e6)
 	line := fmt.Sprintf("  full sync:          render %v + text %v", render.Round(time.Millisecond), textTime.Round(time.Millisecond))
 

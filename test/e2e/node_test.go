@@ -339,3 +339,57 @@ func cgroupProcs(t *testing.T, dir string) []string {
 	})
 	return out
 }
+
+// TestNodeProbes checks that a failing liveness probe restarts a container, a failing
+// readiness probe keeps a pod out of Ready, and a crash loop backs off with growing delays.
+func TestNodeProbes(t *testing.T) {
+	nc := startNodeCluster(t)
+	registry := testimage.Registry(t)
+	testimage.Push(t, registry, "kubette/busybox:v1", testimage.Busybox(t))
+	bb := registry + "/kubette/busybox:v1"
+
+	// Liveness: the file the exec probe reads disappears after a few seconds.
+	applyJSON(t, nc.cluster, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"live"},"spec":{"containers":[{"name":"c","image":"`+bb+`",
+	  "command":["sh","-c","touch /tmp/healthy; sleep 3; rm /tmp/healthy; sleep 600"],
+	  "livenessProbe":{"exec":{"command":["cat","/tmp/healthy"]},"periodSeconds":1,"failureThreshold":2}}]}}`)
+	nc.waitPod(t, "live", "a restart by the liveness probe", 90*time.Second, func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount >= 1
+	})
+	events := nc.must(t, "get", "events", "--field-selector", "involvedObject.name=live", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+	if !strings.Contains(events, "Unhealthy: Liveness probe failed") {
+		t.Errorf("live's events lack the Unhealthy liveness event:\n%s", events)
+	}
+
+	// Readiness: nothing listens on the probed port, so the pod runs but is never Ready.
+	applyJSON(t, nc.cluster, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"unready"},"spec":{"containers":[{"name":"c","image":"`+bb+`",
+	  "command":["sleep","600"],"readinessProbe":{"tcpSocket":{"port":9},"periodSeconds":1}}]}}`)
+	p := nc.waitPod(t, "unready", "Running", 60*time.Second, running)
+	time.Sleep(3 * time.Second) // several probe periods
+	p = nc.pod(t, "unready")
+	if ready(p) || p.Status.ContainerStatuses[0].Ready {
+		t.Errorf("a pod whose readiness probe fails is Ready: %+v", p.Status)
+	}
+
+	// A crash loop waits longer each time (10 s, then 20 s, ... as upstream).
+	nc.must(t, "run", "loop", "--image="+bb, "--", "sh", "-c", "exit 1")
+	var starts []time.Time
+	deadline := time.Now().Add(100 * time.Second)
+	for len(starts) < 3 && time.Now().Before(deadline) {
+		p := nc.pod(t, "loop")
+		if len(p.Status.ContainerStatuses) > 0 {
+			if term := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; term != nil {
+				at := term.StartedAt.Time
+				if len(starts) == 0 || at.After(starts[len(starts)-1]) {
+					starts = append(starts, at)
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(starts) < 3 {
+		t.Fatalf("loop restarted %d times in 100 s; pod:\n%s", len(starts), nc.must(t, "get", "pod", "loop", "-o", "yaml"))
+	}
+	if d1, d2 := starts[1].Sub(starts[0]), starts[2].Sub(starts[1]); d2 <= d1 {
+		t.Errorf("crash loop delays do not grow: %s then %s", d1, d2)
+	}
+}

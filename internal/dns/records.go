@@ -157,6 +157,9 @@ func srv(name string, ttl uint32, port uint16, target string) *dns.SRV {
 }
 
 func srvName(port string, proto corev1.Protocol, base string) string {
+	if proto == "" {
+		proto = corev1.ProtocolTCP // the API's default
+	}
 	return "_" + strings.ToLower(port) + "._" + strings.ToLower(string(proto)) + "." + base
 }
 

@@ -27,7 +27,6 @@ package dns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -175,43 +174,13 @@ func (s *Server) Run(ctx context.Context) error {
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "dns"})
 	defer queue.ShutDown()
 	factory := informers.NewSharedInformerFactory(s.o.Client, 0)
-	svcInformer := factory.Core().V1().Services()
-	sliceInformer := factory.Discovery().V1().EndpointSlices()
-	svcReg, err := svcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueueService(queue, obj) },
-		UpdateFunc: func(_, obj any) { enqueueService(queue, obj) },
-		DeleteFunc: func(obj any) { enqueueService(queue, obj) },
-	})
+	defer func() {
+		cancel() // the informers stop with ctx; Shutdown waits for them
+		factory.Shutdown()
+	}()
+	sy, err := s.watch(ctx, factory, queue)
 	if err != nil {
-		return fmt.Errorf("dns: watch services: %w", err)
-	}
-	sliceReg, err := sliceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { enqueueSliceService(queue, obj) },
-		UpdateFunc: func(old, obj any) {
-			enqueueSliceService(queue, old)
-			enqueueSliceService(queue, obj)
-		},
-		DeleteFunc: func(obj any) { enqueueSliceService(queue, obj) },
-	})
-	if err != nil {
-		return fmt.Errorf("dns: watch endpointslices: %w", err)
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced, svcReg.HasSynced, sliceReg.HasSynced) {
-		return fmt.Errorf("dns: wait for the service and endpointslice caches: %w", context.Cause(ctx))
-	}
-	sy := &syncer{zone: s.res.zone, ttl: s.o.TTL, ix: s.res.ix, services: svcInformer.Lister(), slices: sliceInformer.Lister()}
-	// The first index is built before serving, so no answer is given from a
-	// partial one; the keys queued meanwhile are synced again, harmlessly.
-	svcs, err := sy.services.List(labels.Everything())
-	if err != nil {
-		return fmt.Errorf("dns: list services: %w", err)
-	}
-	for _, svc := range svcs {
-		if err := sy.sync(svc.Namespace + "/" + svc.Name); err != nil {
-			return err
-		}
+		return err
 	}
 
 	var wg sync.WaitGroup
@@ -224,37 +193,94 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 
 	h := &handler{res: s.res, fwd: fwd, ctx: ctx, log: s.log}
-	udp := &dns.Server{PacketConn: pc, Handler: h}
-	tcp := &dns.Server{Listener: ln, Handler: h}
+	started := make(chan struct{}, 2)
+	notify := func() { started <- struct{}{} }
+	servers := []*dns.Server{
+		{PacketConn: pc, Handler: h, NotifyStartedFunc: notify},
+		{Listener: ln, Handler: h, NotifyStartedFunc: notify},
+	}
 	serving = true
-	errc := make(chan error, 2)
-	for _, srv := range []*dns.Server{udp, tcp} {
+	errc := make(chan error, len(servers))
+	for _, srv := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errc <- srv.ActivateAndServe()
 		}()
 	}
-	s.addr = pc.LocalAddr()
-	close(s.ready)
-	s.log.Info("dns: serving", "addr", s.addr.String(), "zone", s.res.zone, "upstreams", fwd.upstreams)
-
+	// Shutting down a dns.Server that has not started yet does not stop it,
+	// so both must have started before anything may end them.
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-		runErr = fmt.Errorf("dns: serve: %w", runErr)
+	for range servers {
+		select {
+		case <-started:
+		case err := <-errc:
+			runErr = fmt.Errorf("dns: serve: %w", err)
+		}
+	}
+	if runErr == nil {
+		s.addr = pc.LocalAddr()
+		close(s.ready)
+		s.log.Info("dns: serving", "addr", s.addr.String(), "zone", s.res.zone, "upstreams", fwd.upstreams)
+		select {
+		case <-ctx.Done():
+		case err := <-errc:
+			runErr = fmt.Errorf("dns: serve: %w", err)
+		}
 	}
 	cancel()
 	queue.ShutDown()
 	shutdownCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer stop()
-	for _, srv := range []*dns.Server{udp, tcp} {
-		if err := srv.ShutdownContext(shutdownCtx); err != nil && !errors.Is(err, context.Canceled) {
+	for _, srv := range servers {
+		if err := srv.ShutdownContext(shutdownCtx); err != nil {
 			s.log.Debug("dns: shutdown", "err", err)
 		}
 	}
 	return runErr
+}
+
+// watch starts the informers on Services and EndpointSlices, whose events
+// queue Service keys, waits for their caches and builds the first index
+// from them: no answer is given from a partial one. Keys queued meanwhile
+// are synced again, harmlessly.
+func (s *Server) watch(ctx context.Context, factory informers.SharedInformerFactory, queue workqueue.TypedInterface[string]) (*syncer, error) {
+	svcInformer := factory.Core().V1().Services()
+	sliceInformer := factory.Discovery().V1().EndpointSlices()
+	svcReg, err := svcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueueService(queue, obj) },
+		UpdateFunc: func(_, obj any) { enqueueService(queue, obj) },
+		DeleteFunc: func(obj any) { enqueueService(queue, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dns: watch services: %w", err)
+	}
+	sliceReg, err := sliceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { enqueueSliceService(queue, obj) },
+		UpdateFunc: func(old, obj any) {
+			enqueueSliceService(queue, old)
+			enqueueSliceService(queue, obj)
+		},
+		DeleteFunc: func(obj any) { enqueueSliceService(queue, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dns: watch endpointslices: %w", err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced, svcReg.HasSynced, sliceReg.HasSynced) {
+		return nil, fmt.Errorf("dns: wait for the service and endpointslice caches: %w", context.Cause(ctx))
+	}
+	sy := &syncer{zone: s.res.zone, ttl: s.o.TTL, ix: s.res.ix, services: svcInformer.Lister(), slices: sliceInformer.Lister()}
+	svcs, err := sy.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("dns: list services: %w", err)
+	}
+	for _, svc := range svcs {
+		if err := sy.sync(svc.Namespace + "/" + svc.Name); err != nil {
+			return nil, err
+		}
+	}
+	return sy, nil
 }
 
 // processNext syncs one queued Service; false once the queue is shut down.

@@ -168,7 +168,9 @@ func Fetch(ctx context.Context, client kubernetes.Interface, objs []Object, even
 		q.Objects = append(q.Objects, o.Ref)
 	}
 	for _, e := range events {
-		q.Objects = append(q.Objects, ObjectRef{Resource: "events", Namespace: e.Object.Namespace, Name: e.Name})
+		// Created through the core API or events.k8s.io: both store the same Event.
+		q.Objects = append(q.Objects, ObjectRef{Resource: "events", Namespace: e.Object.Namespace, Name: e.Name},
+			ObjectRef{Resource: "events.events.k8s.io", Namespace: e.Object.Namespace, Name: e.Name})
 	}
 	req := client.CoreV1().RESTClient().Get().AbsPath(Endpoint)
 	byNamespace := len(q.Objects) > maxObjectParams && len(objs) > 0
@@ -201,7 +203,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, objs []Object, even
 }
 
 // maxObjectParams is how many objects Fetch names in one URL.
-const maxObjectParams = 100
+const maxObjectParams = 200
 
 // Collect gathers a flow's Input from a cluster: the object named kind/name in
 // namespace, what it owns, the Events about them and the API server's records.

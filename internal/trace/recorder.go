@@ -132,10 +132,11 @@ func (q *Query) match(rec *Record) bool {
 	return false
 }
 
-// Records returns the matching records in Seq order. Requests carry no UID (the
-// request path names the object, the storage write its key); the watch deliveries of
-// the write's revision do, and Records copies it to the request, so that a query by UID
-// finds the requests too.
+// Records returns the matching records in time order (a request's time is its start,
+// so a request comes before the deliveries of its write although it is recorded when it
+// ends), Seq breaking ties. Requests carry no UID (the request path names the object,
+// the storage write its key); the watch deliveries of the write's revision do, and
+// Records copies it to the request, so that a query by UID finds the requests too.
 func (r *Recorder) Records(q Query) []Record {
 	if len(q.UIDs) > 0 {
 		uids := map[string]bool{}
@@ -169,7 +170,12 @@ func (r *Recorder) Records(q Query) []Record {
 			out[i].UID = uidOf[write{out[i].Ref(), out[i].Revision}]
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Time.Equal(out[j].Time) {
+			return out[i].Time.Before(out[j].Time)
+		}
+		return out[i].Seq < out[j].Seq
+	})
 	return out
 }
 

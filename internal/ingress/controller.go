@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +161,9 @@ func New(o Options) (*Controller, error) {
 		if o.PublishIP, err = DefaultRouteIPv4(); err != nil {
 			return nil, fmt.Errorf("ingress options: no PublishIP given: %w", err)
 		}
+	}
+	if net.ParseIP(o.PublishIP) == nil {
+		return nil, fmt.Errorf("ingress options: PublishIP %q is not an IP address", o.PublishIP)
 	}
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {

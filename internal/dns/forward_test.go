@@ -1,12 +1,15 @@
 package dns
 
 import (
+	"context"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/miekg/dns"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -77,5 +80,29 @@ func TestNewOptions(t *testing.T) {
 	}
 	if s.Addr() != nil {
 		t.Error("Addr before Run")
+	}
+}
+
+// TestForwardSkipsDeadUpstream: an upstream that refuses (nothing listens on
+// its loopback port) is skipped for the next one.
+func TestForwardSkipsDeadUpstream(t *testing.T) {
+	up := startFakeUpstream(t)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := pc.LocalAddr().String()
+	pc.Close()
+	f := newForwarder([]string{dead, up.addr})
+	req := new(dns.Msg)
+	req.SetQuestion("example.org.", dns.TypeA)
+	resp, err := f.forward(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAnswer(t, resp, want{answer: []string{"example.org. 60 IN A 192.0.2.1"}})
+
+	if _, err := newForwarder([]string{dead}).forward(context.Background(), req); err == nil {
+		t.Error("a dead upstream gave no error")
 	}
 }

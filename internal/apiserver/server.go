@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/kubette/kubette/internal/apiserver/servicealloc"
 	"github.com/kubette/kubette/internal/apiserver/watchcache"
 	"github.com/kubette/kubette/internal/registry"
 	"github.com/kubette/kubette/internal/storage"
@@ -46,6 +48,13 @@ type Config struct {
 	// KubeletClientTLS is how the server reaches kubelets (pods/log): its client certificate
 	// and the CA that signed the kubelets' serving certificates. Without it pods/log answers 503.
 	KubeletClientTLS *tls.Config
+	// ServiceClusterIPRange is where Service cluster IPs come from (default 10.96.0.0/12; IPv4 only).
+	ServiceClusterIPRange netip.Prefix
+	// ServiceNodePortRange is where node ports come from (default 30000-32767).
+	ServiceNodePortRange servicealloc.PortRange
+	// ServiceRepairInterval is how often the allocation bitmaps are rebuilt from the
+	// stored Services (default 3m, as upstream's repair controllers).
+	ServiceRepairInterval time.Duration
 }
 
 // Server is the API server's request handling. Create it with New and serve Handler().
@@ -59,6 +68,7 @@ type Server struct {
 	docs    *openAPIDocs
 	fields  *fieldManagers
 	metrics *metrics
+	svc     *serviceAllocators
 
 	nsDeleted deletedNamespaces
 
@@ -86,6 +96,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		table: registry.NewTable(registry.Builtin()), caches: map[string]*watchcache.Cache{},
 		readyCh: make(chan struct{}),
 	}
+	if s.svc, err = newServiceAllocators(cfg); err != nil {
+		return nil, err
+	}
 	s.fields = newFieldManagers(ctx, s)
 	s.metrics = newMetrics()
 	if s.docs, err = newOpenAPIDocs(s.table); err != nil {
@@ -106,6 +119,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.caches[prefix] = c
 		go c.Run(ctx)
 	}
+	go s.runServiceRepair(ctx, cfg.ServiceRepairInterval)
 	return s, nil
 }
 
@@ -115,6 +129,9 @@ func (s *Server) WaitReady(ctx context.Context) error {
 		if err := c.WaitReady(ctx); err != nil {
 			return err
 		}
+	}
+	if err := s.svc.waitReady(ctx); err != nil {
+		return err
 	}
 	s.readyOnce.Do(func() { close(s.readyCh) })
 	return nil

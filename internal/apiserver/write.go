@@ -134,6 +134,12 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	}
 	prepareForCreate(obj)
 	defaults.Apply(obj)
+	finishAlloc, err := s.allocateService(ctx, obj, nil, o.dryRun)
+	if err != nil {
+		return nil, err
+	}
+	created := false
+	defer func() { finishAlloc(created) }()
 	if errs := validation.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
 	}
@@ -153,6 +159,7 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	if err != nil {
 		return nil, s.storageError(r, m.GetName(), err)
 	}
+	created = true
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
 	setServedTypeMeta(r, obj)
 	return obj, nil
@@ -304,7 +311,7 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 			}
 			curStored, curRev = obj, kv.ModRevision
 		}
-		newObj, cur, userRV, err := s.prepareUpdate(r, name, curStored, mutate, o)
+		newObj, cur, userRV, finishAlloc, err := s.prepareUpdate(ctx, r, name, curStored, mutate, o)
 		if err != nil {
 			if stale() {
 				continue
@@ -319,12 +326,15 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 		}
 		newMeta, _ := meta.Accessor(newObj)
 		if o.dryRun {
+			finishAlloc(false)
 			return newObj, false, nil
 		}
 		var werr error
 		if shouldDeleteOnUpdate(newObj, newMeta) {
 			_, rev, derr := s.cfg.Store.Delete(ctx, key, curRev)
+			finishAlloc(false)
 			if derr == nil {
+				s.releaseService(newObj)
 				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 				return newObj, false, nil
 			}
@@ -332,9 +342,11 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 		} else {
 			data, eerr := s.encodeForStorage(r, toStorage(r, newObj))
 			if eerr != nil {
+				finishAlloc(false)
 				return nil, false, apierrors.NewInternalError(eerr)
 			}
 			rev, uerr := s.cfg.Store.Update(ctx, key, data, curRev)
+			finishAlloc(uerr == nil)
 			if uerr == nil {
 				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 				setServedTypeMeta(r, newObj)
@@ -387,29 +399,33 @@ func (s *Server) cachedState(r *registry.Resource, key string) (runtime.Object, 
 // prepareUpdate runs one round of an update on the stored state curStored: it returns
 // the object to write, or a nil object when the update changes nothing (cur is then the
 // served current state), and the resourceVersion the client required ("" for none).
-func (s *Server) prepareUpdate(r *registry.Resource, name string, curStored runtime.Object, mutate mutateFunc, o updateOptions) (newObj, cur runtime.Object, userRV string, err error) {
+//
+// finish (never nil when err is nil) must be called with whether newObj was written: it
+// releases the Service allocations the outcome left unused.
+func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name string, curStored runtime.Object, mutate mutateFunc, o updateOptions) (newObj, cur runtime.Object, userRV string, finish func(bool), err error) {
+	finish = func(bool) {}
 	cur = served(r, curStored)
 	curMeta, _ := meta.Accessor(cur)
 	if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	newObj, err = mutate(cur.DeepCopyObject())
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	newMeta, err := meta.Accessor(newObj)
 	if err != nil {
-		return nil, nil, "", apierrors.NewBadRequest(err.Error())
+		return nil, nil, "", nil, apierrors.NewBadRequest(err.Error())
 	}
 	if uid := newMeta.GetUID(); uid != "" && uid != curMeta.GetUID() {
 		if o.patch {
-			return nil, nil, "", invalid(r, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+			return nil, nil, "", nil, invalid(r, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
 		}
-		return nil, nil, "", apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
+		return nil, nil, "", nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.GetUID()))
 	}
 	userRV = newMeta.GetResourceVersion()
 	if userRV != "" && userRV != curMeta.GetResourceVersion() {
-		return nil, nil, "", apierrors.NewConflict(r.GroupResource(), name, errors.New(conflictMessage))
+		return nil, nil, "", nil, apierrors.NewConflict(r.GroupResource(), name, errors.New(conflictMessage))
 	}
 	if o.subresource == "binding" {
 		// As upstream's BindingREST: the pod as the binding changed it, written as it
@@ -417,7 +433,7 @@ func (s *Server) prepareUpdate(r *registry.Resource, name string, curStored runt
 		keepImmutableMeta(newMeta, curMeta)
 		newMeta.SetResourceVersion(curMeta.GetResourceVersion())
 		setServedTypeMeta(r, newObj)
-		return newObj, cur, userRV, nil
+		return newObj, cur, userRV, finish, nil
 	}
 	newObj = s.applySubresourceRules(r, o.subresource, cur, newObj)
 	newMeta, _ = meta.Accessor(newObj)
@@ -425,6 +441,11 @@ func (s *Server) prepareUpdate(r *registry.Resource, name string, curStored runt
 	defaults.Apply(newObj)
 	if o.subresource == "" && r.HasSpec() && registry.SpecChanged(newObj, cur) {
 		newMeta.SetGeneration(curMeta.GetGeneration() + 1)
+	}
+	if o.subresource == "" {
+		if finish, err = s.allocateService(ctx, newObj, cur, o.dryRun); err != nil {
+			return nil, nil, "", nil, err
+		}
 	}
 	var errs field.ErrorList
 	switch o.subresource {
@@ -434,18 +455,20 @@ func (s *Server) prepareUpdate(r *registry.Resource, name string, curStored runt
 		errs = validation.ValidateUpdate(newObj, cur)
 	}
 	if len(errs) > 0 {
-		return nil, nil, "", invalid(r, name, errs)
+		finish(false)
+		return nil, nil, "", nil, invalid(r, name, errs)
 	}
 	newMeta.SetResourceVersion(curMeta.GetResourceVersion())
 	setServedTypeMeta(r, newObj)
 	if unchanged(newObj, cur) {
-		return nil, cur, userRV, nil
+		finish(false)
+		return nil, cur, userRV, nil, nil
 	}
 	if !o.applied {
 		newObj = s.fields.update(r, o.subresource, cur, newObj, o.manager)
 	}
 	setServedTypeMeta(r, newObj)
-	return newObj, cur, userRV, nil
+	return newObj, cur, userRV, finish, nil
 }
 
 // applySubresourceRules keeps what a verb may not change: the status through the main
@@ -722,6 +745,7 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 			if err != nil {
 				return nil, false, s.storageError(r, name, err)
 			}
+			s.releaseService(out)
 			m.SetResourceVersion(strconv.FormatInt(drev, 10))
 			return out, true, nil
 		}

@@ -3,6 +3,7 @@ package ingress
 import (
 	"cmp"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -440,6 +441,10 @@ func (b *builder) tls(ing *networkingv1.Ingress, owner string) {
 		if sec.Type != corev1.SecretTypeTLS || len(crt) == 0 || len(key) == 0 {
 			b.problem(owner, ReasonTLSSecret, "secret %s/%s is not a %s secret with %s and %s; hosts %s are served without TLS",
 				ing.Namespace, t.SecretName, corev1.SecretTypeTLS, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, strings.Join(hosts, ","))
+			continue
+		}
+		if _, err := tls.X509KeyPair(crt, key); err != nil {
+			b.problem(owner, ReasonTLSSecret, "secret %s/%s: %v; hosts %s are served without TLS", ing.Namespace, t.SecretName, err, strings.Join(hosts, ","))
 			continue
 		}
 		pem := make([]byte, 0, len(crt)+len(key)+1)

@@ -165,8 +165,8 @@ func (s *Server) Run(ctx context.Context) error {
 	fwd := newForwarder(s.o.Upstreams)
 	if s.o.Upstreams == nil {
 		ups, err := resolvConfUpstreams(s.o.ResolvConf, pc.LocalAddr().String())
-		if err != nil {
-			s.log.Warn("dns: no upstream resolvers, names outside the zone get SERVFAIL", "err", err)
+		if err != nil || len(ups) == 0 {
+			s.log.Warn("dns: no upstream resolvers, names outside the zone get SERVFAIL", "resolv.conf", s.o.ResolvConf, "err", err)
 		}
 		fwd = newForwarder(ups)
 	}

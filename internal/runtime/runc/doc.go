@@ -1,9 +1,11 @@
 // Package runc runs OCI bundles with the runc binary, each container under a shim that outlives
 // the runtime process.
 //
-// Create starts the shim (Config.Shim, normally `kubette shim`). The shim detaches (a second
-// re-execution in a new session, so no process of the runtime has to reap it), becomes a child
-// subreaper, runs `runc create` with two pipes as the container's stdout and stderr, reports
+// Create starts the shim (Config.Shim, normally `kubette shim`) in a new session, with the
+// -detached flag: the shim is the runtime's child, which the Runtime reaps on a later call once
+// the shim has exited (without -detached, the shim first re-executes itself in a new session
+// and exits, so that no process of its starter has to reap it; that costs a second start of the
+// binary). The shim becomes a child subreaper, runs `runc create` with two pipes as the container's stdout and stderr, reports
 // "ready" or runc's error to Create over an inherited pipe, then copies both pipes into the
 // container's log file in the CRI format, reaps the container's init and writes exit.json beside
 // the bundle (in the container directory) before it exits. Start, State, Kill, Delete, Exec and

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,12 +40,16 @@ type Config struct {
 	Shim   []string // argv that starts the shim, e.g. {os.Executable(), "shim"}; default exactly that
 }
 
-// Runtime drives the runc binary. It holds no state of its own: everything lives in runc's root
-// and in the container directories, so a new Runtime adopts the containers of an old one.
+// Runtime drives the runc binary. Its only state of its own is the pids of the shims it started
+// (its children, reaped once they exit): everything else lives in runc's root and in the
+// container directories, so a new Runtime adopts the containers of an old one.
 type Runtime struct {
 	binary string // absolute path
 	root   string
 	shim   []string
+
+	mu    sync.Mutex
+	shims map[int]struct{} // pids of started shims not yet reaped
 }
 
 // New checks that the runc binary exists and creates Root.
@@ -74,7 +79,7 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		shim = []string{exe, "shim"}
 	}
-	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...)}, nil
+	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}}, nil
 }
 
 // Status is a container's lifecycle state.
@@ -129,9 +134,15 @@ func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (er
 	}
 	defer readyR.Close()
 
-	a := shimArgs{id: id, bundle: bundleDir, root: r.root, runc: r.binary, logPath: logPath}
+	r.reapShims()
+	// The shim starts detached: in its own session, holding no directory of the runtime's. It
+	// is this process's child, reaped by a later call (reapShims) once it has exited; starting
+	// it through a first stage that re-executes it and exits would cost a second start of the
+	// (large) binary on every container's create.
+	a := shimArgs{id: id, bundle: bundleDir, root: r.root, runc: r.binary, logPath: logPath, detached: true}
 	cmd := exec.Command(r.shim[0], append(append([]string(nil), r.shim[1:]...), a.flags()...)...)
 	cmd.Env = append(os.Environ(), ShimEnv+"=1")
+	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = shimLog, shimLog
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -140,10 +151,11 @@ func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (er
 	if err != nil {
 		return fmt.Errorf("create container %s: start shim: %w", id, err)
 	}
-	// The first stage only re-executes itself detached and exits.
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("create container %s: shim: %w: %s", id, err, tail(filepath.Join(dir, shimLogFile)))
-	}
+	r.mu.Lock()
+	r.shims[cmd.Process.Pid] = struct{}{}
+	r.mu.Unlock()
+	// Reaping goes by pid (wait4), so the process handle is let go now.
+	_ = cmd.Process.Release()
 	stop := context.AfterFunc(ctx, func() { _ = readyR.SetReadDeadline(time.Now()) })
 	defer stop()
 	msg, err := io.ReadAll(readyR)
@@ -157,6 +169,24 @@ func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (er
 		return fmt.Errorf("create container %s: %s", id, strings.TrimPrefix(s, "error: "))
 	default:
 		return fmt.Errorf("create container %s: the shim exited without reporting: %s", id, tail(filepath.Join(dir, shimLogFile)))
+	}
+}
+
+// reapShims reaps the shims this Runtime started that have exited since. Every call that may
+// follow a container's end (Create, State, Delete, List) runs it, so an exited shim stays a
+// zombie only until the runtime's next such call.
+func (r *Runtime) reapShims() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for pid := range r.shims {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		for errors.Is(err, unix.EINTR) {
+			got, err = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+		if got == pid || err != nil { // reaped, or no longer this process's child
+			delete(r.shims, pid)
+		}
 	}
 }
 
@@ -250,6 +280,7 @@ func (r *Runtime) runcState(ctx context.Context, id string) (runcState, error) {
 // still running (or created), as under containerd, where a container stops with the shim's
 // exit event.
 func (r *Runtime) State(ctx context.Context, id string) (State, error) {
+	r.reapShims()
 	rs, err := r.runcState(ctx, id)
 	if err != nil {
 		return State{}, fmt.Errorf("state of container %s: %w", id, err)
@@ -353,6 +384,7 @@ func (r *Runtime) ReopenLog(ctx context.Context, id string) error {
 // Delete kills the container if it still runs and removes it from runc (state and cgroups).
 // Deleting a container runc does not know is no error.
 func (r *Runtime) Delete(ctx context.Context, id string) error {
+	defer r.reapShims()
 	if _, err := r.run(ctx, "delete", "--force", id); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
@@ -442,6 +474,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, timeout tim
 
 // List returns the IDs of the containers runc knows under Root.
 func (r *Runtime) List(ctx context.Context) ([]string, error) {
+	r.reapShims()
 	out, err := r.run(ctx, "list", "--format", "json")
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)

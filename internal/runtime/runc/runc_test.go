@@ -655,3 +655,39 @@ func TestShimOutlivesRuntime(t *testing.T) {
 		t.Errorf("state = %+v, want exit code 137", st)
 	}
 }
+
+// TestShimReaped checks that the shim, the runtime's child, is reaped once it has exited: no
+// zombie is left after the container's end and a later call.
+func TestShimReaped(t *testing.T) {
+	f := newFixture(t)
+	c := f.run(t, []string{"true"}, nil)
+	pid, err := readPid(filepath.Join(c.dir, shimPidFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitStopped(t, c.id)
+	waitFor(t, "the shim to be reaped", func() bool {
+		if _, err := f.rt.State(context.Background(), c.id); err != nil {
+			t.Fatalf("State: %v", err)
+		}
+		// A reaped process is gone from /proc; a zombie is still there.
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	f.rt.mu.Lock()
+	left := len(f.rt.shims)
+	f.rt.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d shims still to reap", left)
+	}
+}
+
+// TestBundleFromState checks that Start finds the bundle in runc's state file.
+func TestBundleFromState(t *testing.T) {
+	f := newFixture(t)
+	c := f.create(t, []string{"true"}, nil)
+	got, err := f.rt.bundleOf(context.Background(), c.id)
+	if err != nil || got != c.bundle {
+		t.Errorf("bundleOf = %q, %v; want %q", got, err, c.bundle)
+	}
+}

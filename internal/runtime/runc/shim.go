@@ -54,7 +54,11 @@ type shimArgs struct {
 }
 
 func (a shimArgs) flags() []string {
-	return []string{"-id", a.id, "-bundle", a.bundle, "-root", a.root, "-runc", a.runc, "-log", a.logPath}
+	f := []string{"-id", a.id, "-bundle", a.bundle, "-root", a.root, "-runc", a.runc, "-log", a.logPath}
+	if a.detached {
+		f = append(f, "-detached")
+	}
+	return f
 }
 
 // ShimMain is the body of `kubette shim`: it runs one container (see the package

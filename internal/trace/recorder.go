@@ -28,8 +28,8 @@ type Config struct {
 }
 
 // Recorder keeps the most recent records of every resource in bounded rings. It is
-// safe for concurrent use; Add takes one short, usually uncontended lock and does not
-// allocate once the resource's ring exists.
+// safe for concurrent use; Add takes one short, usually uncontended lock and allocates
+// only while a resource's ring grows towards its capacity (amortised, as append).
 type Recorder struct {
 	cfg   Config
 	seq   atomic.Uint64
@@ -64,10 +64,10 @@ type ring struct {
 
 type shard struct {
 	mu   sync.Mutex
-	buf  []Record
-	next int
-	full bool
-	_    [40]byte // keep neighbouring shards' locks off one cache line
+	buf  []Record // grows to cap records, then wraps
+	cap  int
+	next int // where the next record goes once buf is full
+	_    [32]byte // keep neighbouring shards' locks off one cache line
 }
 
 func (r *Recorder) ring(resource string) *ring {
@@ -77,7 +77,9 @@ func (r *Recorder) ring(resource string) *ring {
 	per := (r.cfg.Capacity + r.cfg.Shards - 1) / r.cfg.Shards
 	rg := &ring{shards: make([]shard, r.cfg.Shards)}
 	for i := range rg.shards {
-		rg.shards[i].buf = make([]Record, per)
+		// Memory follows use: a resource with few requests keeps a small buffer.
+		rg.shards[i].buf = make([]Record, 0, min(per, 16))
+		rg.shards[i].cap = per
 	}
 	v, _ := r.rings.LoadOrStore(resource, rg)
 	return v.(*ring)
@@ -93,10 +95,13 @@ func (r *Recorder) Add(rec *Record) {
 	rg := r.ring(rec.Resource)
 	sh := &rg.shards[rg.next.Add(1)%uint64(len(rg.shards))]
 	sh.mu.Lock()
-	sh.buf[sh.next] = *rec
-	sh.next++
-	if sh.next == len(sh.buf) {
-		sh.next, sh.full = 0, true
+	if len(sh.buf) < sh.cap {
+		sh.buf = append(sh.buf, *rec)
+	} else {
+		sh.buf[sh.next] = *rec
+		if sh.next++; sh.next == len(sh.buf) {
+			sh.next = 0
+		}
 	}
 	sh.mu.Unlock()
 }
@@ -186,11 +191,7 @@ func (r *Recorder) scan(f func(*Record)) {
 		for i := range rg.shards {
 			sh := &rg.shards[i]
 			sh.mu.Lock()
-			n := sh.next
-			if sh.full {
-				n = len(sh.buf)
-			}
-			for j := 0; j < n; j++ {
+			for j := range sh.buf {
 				f(&sh.buf[j])
 			}
 			sh.mu.Unlock()

@@ -66,7 +66,7 @@ type shard struct {
 	mu   sync.Mutex
 	buf  []Record // grows to cap records, then wraps
 	cap  int
-	next int // where the next record goes once buf is full
+	next int      // where the next record goes once buf is full
 	_    [32]byte // keep neighbouring shards' locks off one cache line
 }
 

@@ -275,15 +275,23 @@ func replaceName(s, name, fam string) string {
 // its children), and repeated deliveries of one change to one receiver (a component's
 // typed and metadata informers both watch).
 func dropIdleDeliveries(steps []Step, owners map[ObjectRef]ObjectRef) []Step {
-	related := func(a, b ObjectRef) bool {
-		if a == b {
-			return true
+	children := map[ObjectRef][]ObjectRef{}
+	for c, o := range owners {
+		children[o] = append(children[o], c)
+	}
+	type act struct {
+		actor string
+		obj   ObjectRef
+	}
+	lastAct := map[act]int{} // the last step at which actor acted on obj
+	for i, st := range steps {
+		if st.Kind == StepRequest || st.Kind == StepNote {
+			lastAct[act{st.owner, st.obj}] = i
 		}
-		if o, ok := owners[a]; ok && o == b {
-			return true
-		}
-		o, ok := owners[b]
-		return ok && o == a
+	}
+	actsAfter := func(i int, actor string, obj ObjectRef) bool {
+		j, ok := lastAct[act{actor, obj}]
+		return ok && j > i
 	}
 	type delivered struct {
 		to, label string
@@ -293,12 +301,15 @@ func dropIdleDeliveries(steps []Step, owners map[ObjectRef]ObjectRef) []Step {
 	out := steps[:0:0]
 	for i, st := range steps {
 		if st.Kind == StepDelivery {
-			acted := false
-			for _, later := range steps[i+1:] {
-				if (later.Kind == StepRequest || later.Kind == StepNote) && later.owner == st.To && related(later.obj, st.obj) {
-					acted = true
+			acted := actsAfter(i, st.To, st.obj)
+			if o, ok := owners[st.obj]; ok && !acted {
+				acted = actsAfter(i, st.To, o)
+			}
+			for _, c := range children[st.obj] {
+				if acted {
 					break
 				}
+				acted = actsAfter(i, st.To, c)
 			}
 			if !acted {
 				continue

@@ -71,19 +71,22 @@ func Mermaid(f Flow) string {
 	return b.String()
 }
 
-// Text renders a flow as a numbered timeline, one phase after the other, with each
-// step's time since the first.
+// Text renders a flow as a timeline, one phase after the other, with each step's time
+// since the first; messages carry the numbers the diagrams give them.
 func Text(f Flow) string {
 	var b strings.Builder
 	n := 0
 	for _, ph := range f.Phases {
 		fmt.Fprintf(&b, "── %s ──\n", ph.Owner)
 		for _, st := range ph.Steps {
-			n++
 			at := st.Time.Sub(f.Start).Seconds()
+			if st.Kind == StepNote {
+				// Numbers are the diagrams' message numbers: notes have none.
+				fmt.Fprintf(&b, "     +%.3fs  [%s] %s\n", at, st.From, st.Text())
+				continue
+			}
+			n++
 			switch st.Kind {
-			case StepNote:
-				fmt.Fprintf(&b, "%3d  +%.3fs  [%s] %s\n", n, at, st.From, st.Text())
 			case StepDelivery:
 				fmt.Fprintf(&b, "%3d  +%.3fs  %s -) %s: %s\n", n, at, st.From, st.To, st.Text())
 			default:

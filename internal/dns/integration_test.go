@@ -153,19 +153,25 @@ func TestServerAgainstAPIServer(t *testing.T) {
 	ctx := context.Background()
 	up := startFakeUpstream(t)
 
-	// One Service before the server starts: it is answered from the first
-	// index, not after an event.
+	// kubernetes.default is a normal Service. The API server creates it;
+	// the test creates it when the API server does not (yet).
 	svcs := env.Client.CoreV1().Services("default")
 	kube := clusterIPService("default", "kubernetes", []string{"10.96.0.1"}, port("https", corev1.ProtocolTCP, 443))
-	if _, err := svcs.Create(ctx, kube, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	var kubeSvc *corev1.Service
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var err error
+		if kubeSvc, err = svcs.Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
+			break
+		}
+		if _, err = svcs.Create(ctx, kube, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Logf("create the kubernetes Service: %v", err) // e.g. its IP taken by the API server's own
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no kubernetes Service after 30 s")
+		}
 	}
 	s := startServer(t, env.Client, []string{up.addr})
-	kubeSvc, err := svcs.Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAnswer(t, query(t, s, "udp", "kubernetes.default.svc.cluster.local.", dns.TypeA),
+	eventually(t, s, "kubernetes.default.svc.cluster.local.", dns.TypeA,
 		want{answer: []string{"kubernetes.default.svc.cluster.local. 5 IN A " + kubeSvc.Spec.ClusterIP}})
 
 	// A ClusterIP Service: A, SRV (with the A in the additional section), PTR.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/cluster"
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controllermanager"
@@ -56,6 +57,7 @@ func defaultDataDir() string {
 // controlPlaneFlags are the flags `up` and `apiserver` share.
 type controlPlaneFlags struct {
 	dataDir, bind, etcdServers, tokenFile, logLevel string
+	serviceIPRange, nodePortRange                   string
 	port                                            int
 	controllers                                     bool
 	node                                            nodeFlags
@@ -97,6 +99,8 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-auth-file", "", "static bearer tokens, one per line: token,user,uid,\"group1,group2\"")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&f.serviceIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "CIDR of Service cluster IPs (IPv4); the first address goes to the kubernetes Service")
+	cmd.Flags().StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports, FROM-TO inclusive")
 }
 
 func (f *controlPlaneFlags) config() (cluster.Config, error) {
@@ -107,6 +111,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	cfg := cluster.Config{
 		Config: controlplane.Config{
 			DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
+			ServiceClusterIPRange: f.serviceIPRange, ServiceNodePortRange: f.nodePortRange,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		},
 		ControllerManager: f.controllers,

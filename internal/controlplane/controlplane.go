@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/version"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/apiserver/servicealloc"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/storage"
 	"github.com/kubette/kubette/internal/storage/etcd"
@@ -52,7 +55,20 @@ type Config struct {
 	// BeforeShutdown, when set, runs after ctx is done and before the API server stops,
 	// so that components in the same process can finish their last requests.
 	BeforeShutdown func()
+	// ServiceClusterIPRange is where Service cluster IPs come from (default 10.96.0.0/12,
+	// IPv4 only); its first address goes to the kubernetes Service.
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is where Service node ports come from (default 30000-32767).
+	ServiceNodePortRange string
+	// AdvertiseAddress is the address the kubernetes Service's endpoints point at (default:
+	// the bind address when it is a non-loopback IPv4 address, else the first IPv4 address
+	// of the interface of the host's default route).
+	AdvertiseAddress string
 }
+
+// kubernetesServiceInterval is how often the kubernetes Service and its endpoints are
+// checked and repaired (upstream's endpoint reconciler interval).
+const kubernetesServiceInterval = 10 * time.Second
 
 // ControlPlane is a running API server and its storage.
 type ControlPlane struct {
@@ -99,6 +115,20 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if cfg.BindAddress == "" {
 		cfg.BindAddress = "0.0.0.0"
 	}
+	if cfg.ServiceClusterIPRange == "" {
+		cfg.ServiceClusterIPRange = apiserver.DefaultServiceClusterIPRange
+	}
+	if cfg.ServiceNodePortRange == "" {
+		cfg.ServiceNodePortRange = apiserver.DefaultServiceNodePortRange
+	}
+	serviceIPs, err := servicealloc.ParseCIDR(cfg.ServiceClusterIPRange)
+	if err != nil {
+		return nil, fmt.Errorf("--service-cluster-ip-range: %w", err)
+	}
+	nodePorts, err := servicealloc.ParsePortRange(cfg.ServiceNodePortRange)
+	if err != nil {
+		return nil, fmt.Errorf("--service-node-port-range: %w", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -121,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		<-storeCh
 		return nil, err
 	}
-	serving, err := servingCert(ca, pkiDir)
+	serving, err := servingCert(ca, pkiDir, servicealloc.NewIPs(nil, serviceIPs).First())
 	if err != nil {
 		<-storeCh
 		return nil, err
@@ -142,6 +172,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 
 	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout,
+		ServiceClusterIPRange: serviceIPs, ServiceNodePortRange: nodePorts,
 		KubeletClientTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		sr.stop()
@@ -188,6 +219,21 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		_ = httpSrv.Close()
 		sr.stop()
 		return nil, err
+	}
+	if advertise, err := advertiseAddress(cfg); err != nil {
+		cfg.Logger.Warn("no address to advertise: the kubernetes Service has no endpoints", "err", err)
+		if err := srv.EnsureKubernetesService(readyCtx, netip.Addr{}, cfg.Port); err != nil {
+			_ = httpSrv.Close()
+			sr.stop()
+			return nil, err
+		}
+	} else {
+		if err := srv.EnsureKubernetesService(readyCtx, advertise, cfg.Port); err != nil {
+			_ = httpSrv.Close()
+			sr.stop()
+			return nil, err
+		}
+		go reconcileKubernetesService(ctx, srv, advertise, cfg.Port, cfg.Logger)
 	}
 	host := cfg.BindAddress
 	if host == "0.0.0.0" || host == "::" || host == "" {
@@ -247,11 +293,84 @@ func openStorage(ctx context.Context, cfg Config) (storage.Store, func(), error)
 	return st, func() { _ = st.Close(); e.Close() }, nil
 }
 
-func servingCert(ca *pki.CA, dir string) (tls.Certificate, error) {
+// reconcileKubernetesService repairs the kubernetes Service and its endpoints every
+// kubernetesServiceInterval until ctx is done.
+func reconcileKubernetesService(ctx context.Context, srv *apiserver.Server, addr netip.Addr, port int, log *slog.Logger) {
+	t := time.NewTicker(kubernetesServiceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := srv.EnsureKubernetesService(ctx, addr, port); err != nil && ctx.Err() == nil {
+				log.Warn("repair the kubernetes Service", "err", err)
+			}
+		}
+	}
+}
+
+// advertiseAddress is the API server's address for the kubernetes Service's endpoints.
+func advertiseAddress(cfg Config) (netip.Addr, error) {
+	if cfg.AdvertiseAddress != "" {
+		a, err := netip.ParseAddr(cfg.AdvertiseAddress)
+		if err != nil || !a.Is4() {
+			return netip.Addr{}, fmt.Errorf("advertise address %q: want an IPv4 address", cfg.AdvertiseAddress)
+		}
+		return a, nil
+	}
+	if a, err := netip.ParseAddr(cfg.BindAddress); err == nil && a.Is4() && !a.IsLoopback() && !a.IsUnspecified() {
+		return a, nil
+	}
+	return defaultRouteIPv4()
+}
+
+// defaultRouteIPv4 returns the first IPv4 address of the interface of the default route
+// with the lowest metric, read from /proc/net/route.
+func defaultRouteIPv4() (netip.Addr, error) {
+	data, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("read /proc/net/route: %w", err)
+	}
+	iface, bestMetric := "", uint64(0)
+	for i, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if i == 0 || len(f) < 8 || f[1] != "00000000" || f[7] != "00000000" {
+			continue
+		}
+		metric, err := strconv.ParseUint(f[6], 10, 64)
+		if err != nil {
+			continue
+		}
+		if iface == "" || metric < bestMetric {
+			iface, bestMetric = f[0], metric
+		}
+	}
+	if iface == "" {
+		return netip.Addr{}, errors.New("no default route")
+	}
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("interface %s: %w", iface, err)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("addresses of %s: %w", iface, err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			addr, _ := netip.AddrFromSlice(ipn.IP.To4())
+			return addr, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", iface)
+}
+
+func servingCert(ca *pki.CA, dir string, serviceIP netip.Addr) (tls.Certificate, error) {
 	spec := pki.CertSpec{
 		CommonName: "kube-apiserver", Server: true,
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.96.0.1")},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.IP(serviceIP.AsSlice())},
 	}
 	if h, err := os.Hostname(); err == nil {
 		spec.DNSNames = append(spec.DNSNames, h)

@@ -1,0 +1,146 @@
+package controlplane_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/storage/etcd"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServer starts an API server on the external etcd at endpoints; it stops when the test ends.
+func startServer(t *testing.T, endpoints []string) kubernetes.Interface {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cp, err := controlplane.Start(ctx, controlplane.Config{
+		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: freePort(t), EtcdServers: endpoints,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("start API server: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := cp.Wait(); err != nil {
+			t.Errorf("API server stopped with: %v", err)
+		}
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// TestTwoAPIServersAllocateDistinct creates 200 NodePort Services through two API servers
+// sharing one etcd at the same time: every cluster IP and node port is distinct. A third
+// API server started after the allocation state was lost rebuilds it from the Services.
+func TestTwoAPIServersAllocateDistinct(t *testing.T) {
+	e, err := etcd.StartEmbedded(context.Background(), etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	t.Cleanup(e.Close)
+	clients := []kubernetes.Interface{startServer(t, e.Endpoints), startServer(t, e.Endpoints)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const n, workers = 200, 10
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := clients[w%2]
+			for i := w; i < n; i += workers {
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i)}, Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "x"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+				if _, err := c.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+					t.Errorf("create %s: %v", svc.Name, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	list, err := clients[0].CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips, ports := map[string]string{}, map[int32]string{}
+	for _, s := range list.Items {
+		if prev, ok := ips[s.Spec.ClusterIP]; ok || s.Spec.ClusterIP == "" {
+			t.Errorf("%s and %s share cluster IP %q", prev, s.Name, s.Spec.ClusterIP)
+		}
+		ips[s.Spec.ClusterIP] = s.Name
+		if s.Name == "kubernetes" {
+			if s.Spec.ClusterIP != "10.96.0.1" {
+				t.Errorf("kubernetes Service has %s", s.Spec.ClusterIP)
+			}
+			continue
+		}
+		p := s.Spec.Ports[0].NodePort
+		if prev, ok := ports[p]; ok || p == 0 {
+			t.Errorf("%s and %s share node port %d", prev, s.Name, p)
+		}
+		ports[p] = s.Name
+	}
+	if len(ips) != n+1 || len(ports) != n {
+		t.Fatalf("%d cluster IPs and %d node ports for %d Services", len(ips), len(ports), n)
+	}
+
+	// Lose the allocation state; a new API server's repair restores it from the Services.
+	st, err := e.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, key := range []string{"/registry/ranges/serviceips", "/registry/ranges/servicenodeports"} {
+		if _, _, err := st.Delete(ctx, key, 0); err != nil {
+			t.Fatalf("delete %s: %v", key, err)
+		}
+	}
+	third := startServer(t, e.Endpoints)
+	byName := map[string]corev1.Service{}
+	for _, s := range list.Items {
+		byName[s.Name] = s
+	}
+	taken, other := byName["s000"], byName["s001"]
+	dup := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dup"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeNodePort, ClusterIP: taken.Spec.ClusterIP, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := third.CoreV1().Services("default").Create(ctx, dup, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("create with the IP of %s after repair: %v, want 422", taken.Name, err)
+	}
+	dup.Spec.ClusterIP = ""
+	dup.Spec.Ports[0].NodePort = other.Spec.Ports[0].NodePort
+	if _, err := third.CoreV1().Services("default").Create(ctx, dup, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("create with the node port of %s after repair: %v, want 422", other.Name, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/runtime"
 )
 
@@ -17,12 +18,16 @@ func newDown() *cobra.Command {
 		Short: "Stop and remove every container, sandbox, mount and pod network device kubette made on this machine",
 		Long: `Stop and remove everything the node left behind: 'kubette up' leaves pods running when it stops
 (the next 'up' adopts them); 'kubette down' stops every container of DATA_DIR, unmounts their root
-filesystems, removes their network namespaces, veths and rules, and deletes the bridge. Stop 'up'
+filesystems, removes their network namespaces, veths and rules, deletes the bridge, and removes the
+service proxy's iptables chains. Stop 'up'
 first, or its kubelet starts the pods again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			if err := runtime.Down(cmd.Context(), cfg); err != nil {
+				return fmt.Errorf("down: %w", err)
+			}
+			if err := proxy.Cleanup(cmd.Context(), proxy.ExecRunner{}); err != nil {
 				return fmt.Errorf("down: %w", err)
 			}
 			fmt.Println("kubette down: every container and pod network of", cfg.DataDir, "removed")

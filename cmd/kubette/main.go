@@ -69,6 +69,8 @@ type nodeFlags struct {
 	name, podCIDR, runc, bridge string
 	kubeletPort                 int32
 	cniPluginDirs               []string
+	ingress                     bool
+	httpPort, httpsPort         int
 }
 
 func (n *nodeFlags) register(cmd *cobra.Command) {
@@ -79,6 +81,17 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&n.runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
 	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
 	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")
+	cmd.Flags().BoolVar(&n.ingress, "ingress", os.Geteuid() == 0 && hostcheck.Binary("nginx") != "", "run the ingress controller, which drives nginx (default: as root when nginx is installed)")
+	cmd.Flags().IntVar(&n.httpPort, "ingress-http-port", 80, "port nginx serves Ingresses on over HTTP")
+	cmd.Flags().IntVar(&n.httpsPort, "ingress-https-port", 443, "port nginx serves Ingresses on over HTTPS")
+}
+
+// ingressConfig returns the ingress controller's configuration, nil when it is off.
+func (n *nodeFlags) ingressConfig() *cluster.IngressConfig {
+	if !n.ingress {
+		return nil
+	}
+	return &cluster.IngressConfig{HTTPPort: n.httpPort, HTTPSPort: n.httpsPort, NginxBinary: hostcheck.Binary("nginx")}
 }
 
 // config returns the node configuration, nil when the node is off.
@@ -119,6 +132,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	}
 	if f.controllers {
 		cfg.Node = f.node.config()
+		cfg.Ingress = f.node.ingressConfig()
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")

@@ -23,6 +23,8 @@ type Config struct {
 	Scheduler bool
 	// Node, when set, makes this machine a node: the built-in runtime and the kubelet.
 	Node *NodeConfig
+	// Ingress, when set, runs the ingress controller, which drives nginx.
+	Ingress *IngressConfig
 }
 
 // Start brings up the control plane and the enabled components; everything stops when
@@ -68,18 +70,23 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 			}
 		}()
 	}
+	run := func(name string, f func(context.Context) error) {
+		components.Add(1)
+		go func() {
+			defer components.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				cfg.Logger.Error(name+" stopped", "err", err)
+			}
+		}()
+	}
 	if cfg.Node != nil {
-		run := func(name string, f func(context.Context) error) {
-			components.Add(1)
-			go func() {
-				defer components.Done()
-				if err := f(ctx); err != nil && ctx.Err() == nil {
-					cfg.Logger.Error(name+" stopped", "err", err)
-				}
-			}()
-		}
 		if err := startNode(ctx, cp, cfg.DataDir, *cfg.Node, cfg.Logger, run); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	if cfg.Ingress != nil {
+		if err := startIngress(ctx, cp, cfg.DataDir, *cfg.Ingress, cfg.Logger, run); err != nil {
+			return nil, err
 		}
 	}
 	return cp, nil

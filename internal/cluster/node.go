@@ -79,6 +79,9 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir strin
 	if err != nil {
 		return fmt.Errorf("kubelet serving certificate: %w", err)
 	}
+	if err := startProxy(ctx, cp, cfg.Name, log, run); err != nil {
+		return err
+	}
 	run("runtime", func(ctx context.Context) error { return runtime.Run(ctx, rtCfg) })
 	run("kubelet", func(ctx context.Context) error {
 		return agent.Run(ctx, agent.Config{

@@ -119,3 +119,6 @@ func firstBinary(names ...string) string {
 	}
 	return ""
 }
+
+// Binary returns the path of an executable on PATH or in the sbin directories, or "".
+func Binary(name string) string { return firstBinary(name) }

@@ -190,7 +190,7 @@ var kubeconfigLine = regexp.MustCompile(`(?m)^kubeconfig: (.+)$`)
 // dir and a free port; startNodeCluster runs a whole cluster with this machine as its node.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	return startControlPlane(t, "up", "--node=false")
+	return startControlPlane(t, "up", "--node=false", "--ingress=false")
 }
 
 // startControlPlane runs `kubette <subcommand> --data-dir D --port P extraArgs...` on a

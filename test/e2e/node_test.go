@@ -32,8 +32,9 @@ type nodeCluster struct {
 }
 
 // startNodeCluster runs `kubette up` with this machine as its node (the built-in runtime,
-// runc and CNI), waits for the Node to be Ready, and takes everything down at the end.
-func startNodeCluster(t *testing.T) *nodeCluster {
+// runc and CNI) and extraArgs, waits for the Node to be Ready, and takes everything down at
+// the end.
+func startNodeCluster(t *testing.T, extraArgs ...string) *nodeCluster {
 	t.Helper()
 	requireTools(t)
 	needs.Root(t)
@@ -59,8 +60,9 @@ func startNodeCluster(t *testing.T) *nodeCluster {
 			t.Errorf("kubette down: %v\n%s", err, out)
 		}
 	})
-	nc.cluster = startControlPlane(t, "up", "--node=true", "--pod-cidr", nc.podCIDR, "--bridge", nc.bridge,
-		"--kubelet-port", strconv.Itoa(freePort(t)))
+	args := []string{"--node=true", "--ingress=false", "--pod-cidr", nc.podCIDR, "--bridge", nc.bridge,
+		"--kubelet-port", strconv.Itoa(freePort(t))}
+	nc.cluster = startControlPlane(t, "up", append(args, extraArgs...)...)
 	dataDir = nc.dataDir
 	if !poll(60*time.Second, func() bool {
 		r := nc.kubectl(t, "get", "nodes", "-o", "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}")

@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/proxy"
+)
+
+// DefaultServiceCIDR and DefaultClusterCIDR are the address ranges of Services and pods.
+const (
+	DefaultServiceCIDR = "10.96.0.0/12"
+	DefaultClusterCIDR = "10.244.0.0/16"
+)
+
+// startProxy runs the service proxy of this node: Services and EndpointSlices become
+// iptables rules, and packets to the service range that no rule DNATed are rejected here.
+func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName string, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
+	restCfg, err := cp.ComponentConfig("proxy", "system:kube-proxy")
+	if err != nil {
+		return fmt.Errorf("proxy credentials: %w", err)
+	}
+	pc := rest.CopyConfig(restCfg)
+	pc.ContentType, pc.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(pc)
+	if err != nil {
+		return fmt.Errorf("proxy client: %w", err)
+	}
+	p, err := proxy.New(proxy.Options{
+		Client: client, NodeName: nodeName,
+		ServiceCIDR: DefaultServiceCIDR, ClusterCIDR: DefaultClusterCIDR,
+		RejectUnroutedPodCIDR: true,
+		Logger:                log.With("component", "proxy"),
+	})
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	run("proxy", p.Run)
+	return nil
+}

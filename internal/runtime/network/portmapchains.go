@@ -168,8 +168,10 @@ func sandboxRules(save []byte, sandboxID string) (rules [][]string, chains []str
 		}
 	}
 	for _, f := range named {
-		if !own[f[0]] {
-			rules = append(rules, f) // a rule in a shared chain; its chain stays
+		// A rule in a shared chain goes and its chain stays; so for a built-in chain even when
+		// the sandbox's rule is all it holds (as POSTROUTING once no portmap rule is there).
+		if !own[f[0]] || !strings.HasPrefix(f[0], "CNI-") {
+			rules = append(rules, f)
 		}
 	}
 	for c, all := range own {

@@ -57,3 +57,23 @@ COMMIT
 		t.Errorf("rules = %q, want %q", rules, want)
 	}
 }
+
+// TestSandboxRulesAloneInPostrouting: when the sandbox's jump is POSTROUTING's only rule,
+// the jump is still deleted (its chain cannot go while the jump is there).
+func TestSandboxRulesAloneInPostrouting(t *testing.T) {
+	id := "7e6c85d290050f17fdab8a922fc96393b1b28bf2eb42f12efb791805c51e03de"
+	save := []byte(`*nat
+:CNI-9650f8683de71447928dd9c4 - [0:0]
+-A POSTROUTING -s 10.244.0.6/32 -m comment --comment "name: \"kubette\" id: \"` + id + `\"" -j CNI-9650f8683de71447928dd9c4
+-A CNI-9650f8683de71447928dd9c4 -d 10.244.0.0/24 -m comment --comment "name: \"kubette\" id: \"` + id + `\"" -j ACCEPT
+COMMIT
+`)
+	rules, chains := sandboxRules(save, id)
+	if !slices.Equal(chains, []string{"CNI-9650f8683de71447928dd9c4"}) {
+		t.Errorf("chains = %v", chains)
+	}
+	want := [][]string{{"POSTROUTING", "-s", "10.244.0.6/32", "-m", "comment", "--comment", `name: "kubette" id: "` + id + `"`, "-j", "CNI-9650f8683de71447928dd9c4"}}
+	if !slices.EqualFunc(rules, want, slices.Equal) {
+		t.Errorf("rules = %q, want %q", rules, want)
+	}
+}

@@ -60,6 +60,11 @@ type Config struct {
 	Clock clock.WithTickerAndDelayedExecution
 	// ResolvConf is the host's resolver configuration pods get (default /etc/resolv.conf).
 	ResolvConf string
+	// ClusterDNS are the cluster DNS servers (the DNS Service's ClusterIP) pods with dnsPolicy
+	// ClusterFirst use; empty: pods get the host's resolvers.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (default cluster.local).
+	ClusterDomain string
 	// RelistPeriod is how often the runtime is relisted (default 1 s).
 	RelistPeriod time.Duration
 	// ResyncPeriod is how often every pod is synced even without a change (default 10 s).

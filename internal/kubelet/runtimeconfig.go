@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -159,16 +160,34 @@ func parseResolvConf(data []byte) *runtimeapi.DNSConfig {
 	return d
 }
 
-// podDNS is a pod's DNS configuration: the host's (for now, also under ClusterFirst) merged
-// with the pod's dnsConfig; dnsPolicy None uses the pod's dnsConfig alone.
-func podDNS(pod *v1.Pod, hostResolvConf string) (*runtimeapi.DNSConfig, error) {
+// podDNS is a pod's DNS configuration by its dnsPolicy, as upstream's kubelet builds it:
+// ClusterFirst (without host network) and ClusterFirstWithHostNet use the cluster DNS servers
+// with the search path <ns>.svc.<domain>, svc.<domain>, <domain> (then the host's) and
+// ndots:5; Default, and ClusterFirst when no cluster DNS is configured or the pod uses the
+// host network, use the host's resolv.conf; None uses nothing but the pod's dnsConfig, which
+// is merged into every other policy's result.
+func podDNS(pod *v1.Pod, hostResolvConf string, clusterDNS []string, clusterDomain string) (*runtimeapi.DNSConfig, error) {
 	d := &runtimeapi.DNSConfig{}
-	if pod.Spec.DNSPolicy != v1.DNSNone {
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = v1.DNSClusterFirst
+	}
+	useCluster := len(clusterDNS) > 0 && (policy == v1.DNSClusterFirstWithHostNet ||
+		(policy == v1.DNSClusterFirst && !pod.Spec.HostNetwork))
+	if policy != v1.DNSNone {
 		data, err := os.ReadFile(hostResolvConf)
 		if err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("read %s: %w", hostResolvConf, err)
 		}
 		d = parseResolvConf(data)
+	}
+	if useCluster {
+		if clusterDomain == "" {
+			clusterDomain = "cluster.local"
+		}
+		d.Servers = slices.Clone(clusterDNS)
+		d.Searches = appendNew([]string{pod.Namespace + ".svc." + clusterDomain, "svc." + clusterDomain, clusterDomain}, d.Searches...)
+		d.Options = []string{"ndots:5"}
 	}
 	if pc := pod.Spec.DNSConfig; pc != nil {
 		d.Servers = appendNew(d.Servers, pc.Nameservers...)
@@ -178,10 +197,22 @@ func podDNS(pod *v1.Pod, hostResolvConf string) (*runtimeapi.DNSConfig, error) {
 			if o.Value != nil {
 				opt += ":" + *o.Value
 			}
-			d.Options = appendNew(d.Options, opt)
+			d.Options = mergeOption(d.Options, o.Name, opt)
 		}
 	}
 	return d, nil
+}
+
+// mergeOption sets a resolver option, replacing one of the same name (the pod's dnsConfig
+// overrides the policy's, e.g. ndots).
+func mergeOption(opts []string, name, opt string) []string {
+	for i, o := range opts {
+		if n, _, _ := strings.Cut(o, ":"); n == name {
+			opts[i] = opt
+			return opts
+		}
+	}
+	return append(opts, opt)
 }
 
 func appendNew(list []string, add ...string) []string {

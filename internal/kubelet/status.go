@@ -37,7 +37,7 @@ func (k *Kubelet) hostIPs() []string {
 
 // sandboxConfig builds the pod's sandbox configuration with the host's DNS settings.
 func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	dns, err := podDNS(pod, k.cfg.ResolvConf)
+	dns, err := podDNS(pod, k.cfg.ResolvConf, k.cfg.ClusterDNS, k.cfg.ClusterDomain)
 	if err != nil {
 		return nil, fmt.Errorf("dns of %s: %w", podFullName(pod), err)
 	}

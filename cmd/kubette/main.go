@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage(), newKubelet(), newDown(), newProxy(), newIngress(), newDNS(), newTrace())
+	root.AddCommand(newUp(), newAPIServer(), newControllerManager(), newScheduler(), newSim(), newVersion(), newShim(), newRuntime(), newImage(), newKubelet(), newDown(), newProxy(), newIngress(), newDNS(), newTrace(), newWhy())
 	return root
 }
 

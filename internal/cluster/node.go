@@ -25,6 +25,9 @@ type NodeConfig struct {
 	PodCIDR string
 	// KubeletPort is the kubelet's HTTPS port (default 10250).
 	KubeletPort int32
+	// DNSPort is where the cluster DNS server listens on the node's address (default 53);
+	// pods reach it through the kube-dns Service.
+	DNSPort int
 	// Runtime configures the built-in runtime; its DataDir is the cluster's.
 	Runtime runtime.Config
 }
@@ -82,6 +85,18 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir strin
 	if err := startProxy(ctx, cp, cfg.Name, log, run); err != nil {
 		return err
 	}
+	var clusterDNS []string
+	if len(ips) > 0 {
+		if cfg.DNSPort == 0 {
+			cfg.DNSPort = 53
+		}
+		if err := startDNS(ctx, cp, ips[0].String(), cfg.DNSPort, log, run); err != nil {
+			return err
+		}
+		clusterDNS = []string{DNSServiceIP}
+	} else {
+		log.Warn("no node address for the cluster DNS server: pods get the host's resolvers")
+	}
 	run("runtime", func(ctx context.Context) error { return runtime.Run(ctx, rtCfg) })
 	run("kubelet", func(ctx context.Context) error {
 		return agent.Run(ctx, agent.Config{
@@ -93,6 +108,7 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir strin
 			Port:        cfg.KubeletPort,
 			ServingCert: serving,
 			ClientCAs:   cp.CA().Pool(),
+			ClusterDNS:  clusterDNS,
 			Logger:      log.With("component", "kubelet"),
 		})
 	})

@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -156,7 +157,8 @@ func (ca *CA) LoadOrIssue(dir, name string, spec CertSpec) (certPEM, keyPEM []by
 	return certPEM, keyPEM, nil
 }
 
-// covers reports whether a stored certificate still serves every name and address of spec.
+// covers reports whether a stored certificate still fits spec: its common name, its usages
+// (server, client) and every name and address.
 func covers(certPEM []byte, spec CertSpec) bool {
 	block, _ := pem.Decode(certPEM)
 	if block == nil {
@@ -164,6 +166,11 @@ func covers(certPEM []byte, spec CertSpec) bool {
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil || time.Now().After(cert.NotAfter.Add(-24*time.Hour)) {
+		return false
+	}
+	if cert.Subject.CommonName != spec.CommonName ||
+		(spec.Server && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth)) ||
+		(spec.Client && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth)) {
 		return false
 	}
 	for _, n := range spec.DNSNames {

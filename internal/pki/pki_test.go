@@ -49,3 +49,37 @@ func TestCAIssuesVerifiableCertsAndReloads(t *testing.T) {
 		t.Fatalf("ca.key mode: %v %v", fi.Mode(), err)
 	}
 }
+
+// A stored certificate of another usage or common name is not reused for a spec: a kubelet's
+// client and serving certificates must never be taken for each other.
+func TestLoadOrIssueReissuesForAnotherUsage(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := LoadOrCreateCA(dir, "test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving := CertSpec{CommonName: "system:node:n1", DNSNames: []string{"n1"}, Server: true}
+	client := CertSpec{CommonName: "system:node:n1", Client: true}
+	first, _, err := ca.LoadOrIssue(dir, "kubelet", serving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := ca.LoadOrIssue(dir, "kubelet", client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) == string(second) {
+		t.Fatal("a serving certificate was reused for a client spec")
+	}
+	third, _, err := ca.LoadOrIssue(dir, "kubelet", client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(third) != string(second) {
+		t.Error("a matching client certificate was issued again instead of reused")
+	}
+	other := CertSpec{CommonName: "system:node:n2", Client: true}
+	if fourth, _, _ := ca.LoadOrIssue(dir, "kubelet", other); string(fourth) == string(third) {
+		t.Error("a certificate for another common name was reused")
+	}
+}

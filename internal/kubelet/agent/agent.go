@@ -59,6 +59,9 @@ type Config struct {
 	ClientCAs   *x509.CertPool
 	// Addresses returns the node's addresses (default: nodestatus.DefaultAddresses).
 	Addresses func() []v1.NodeAddress
+	// ClusterDNS are the nameservers of pods with dnsPolicy ClusterFirst (the kube-dns
+	// Service's ClusterIP); empty: pods use the host's resolvers.
+	ClusterDNS []string
 	// Labels and Taints are given to the Node at registration.
 	Labels map[string]string
 	Taints []v1.Taint
@@ -114,16 +117,17 @@ func Run(ctx context.Context, cfg Config) error {
 	probes := prober.New(prober.Config{Runner: rt, Recorder: recorder, Logger: log.With("part", "prober"), KubeVersion: kubeMinor()})
 	volumes := volume.New(volume.Config{RootDir: filepath.Join(cfg.DataDir, "kubelet"), Client: client, Logger: log.With("part", "volumes")})
 	kl, err := kubelet.New(kubelet.Config{
-		NodeName: cfg.NodeName,
-		Client:   client,
-		Runtime:  rt,
-		Images:   rt,
-		Volumes:  volumes,
-		Probes:   probes,
-		RootDir:  filepath.Join(cfg.DataDir, "kubelet"),
-		LogDir:   filepath.Join(cfg.DataDir, "logs", "pods"),
-		Logger:   log,
-		Recorder: recorder,
+		NodeName:   cfg.NodeName,
+		Client:     client,
+		Runtime:    rt,
+		Images:     rt,
+		Volumes:    volumes,
+		Probes:     probes,
+		RootDir:    filepath.Join(cfg.DataDir, "kubelet"),
+		LogDir:     filepath.Join(cfg.DataDir, "logs", "pods"),
+		Logger:     log,
+		Recorder:   recorder,
+		ClusterDNS: cfg.ClusterDNS,
 	})
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)

@@ -8,8 +8,8 @@ import (
 	"github.com/kubette/kubette/internal/pki"
 )
 
-// LoadOrIssueServing returns the kubelet's serving certificate, dir/kubelet.crt and
-// dir/kubelet.key, issuing it from ca when absent or when it lacks a name or address:
+// LoadOrIssueServing returns the kubelet's serving certificate, dir/kubelet-serving.crt and
+// dir/kubelet-serving.key (apart from the kubelet's client certificate, dir/kubelet.crt), issuing it from ca when absent or when it lacks a name or address:
 // CN system:node:<nodeName> (group system:nodes), DNS names nodeName and localhost,
 // addresses ips and 127.0.0.1.
 func LoadOrIssueServing(ca *pki.CA, dir, nodeName string, ips []net.IP) (tls.Certificate, error) {
@@ -20,7 +20,7 @@ func LoadOrIssueServing(ca *pki.CA, dir, nodeName string, ips []net.IP) (tls.Cer
 		IPs:          append(append([]net.IP{}, ips...), net.IPv4(127, 0, 0, 1)),
 		Server:       true,
 	}
-	certPEM, keyPEM, err := ca.LoadOrIssue(dir, "kubelet", spec)
+	certPEM, keyPEM, err := ca.LoadOrIssue(dir, "kubelet-serving", spec)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("kubelet serving certificate for %s: %w", nodeName, err)
 	}

@@ -184,6 +184,23 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 	nine.Spec.ClusterIP = "10.96.0.9"
 	createSvc(t, c, nine)
 
+	// A Service held by a finalizer keeps its address until the finalizer goes.
+	fin := svcSpec("fin", "")
+	fin.Finalizers = []string{"example.com/hold"}
+	fin.Spec.ClusterIP = "10.96.0.11"
+	createSvc(t, c, fin)
+	if err := svcs.Delete(ctx, "fin", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held := svcSpec("held", "")
+	held.Spec.ClusterIP = "10.96.0.11"
+	_, err = svcs.Create(ctx, held, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.clusterIPs", "provided IP is already allocated")
+	if _, err := svcs.Patch(ctx, "fin", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("remove finalizer: %v", err)
+	}
+	createSvc(t, c, held)
+
 	// Dual-stack requests are refused on this IPv4 cluster.
 	ds := svcSpec("ds", "")
 	ds.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,5 +143,77 @@ func TestTwoAPIServersAllocateDistinct(t *testing.T) {
 	dup.Spec.Ports[0].NodePort = other.Spec.Ports[0].NodePort
 	if _, err := third.CoreV1().Services("default").Create(ctx, dup, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Fatalf("create with the node port of %s after repair: %v, want 422", other.Name, err)
+	}
+}
+
+// TestSmallServiceRanges checks that the range flags reach the allocators: the kubernetes
+// Service gets the first address of --service-cluster-ip-range, and an exhausted range
+// answers 500 as upstream, until a delete frees a value.
+func TestSmallServiceRanges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cp, err := controlplane.Start(ctx, controlplane.Config{
+		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: freePort(t), UnsafeNoFsync: true,
+		ServiceClusterIPRange: "10.0.0.0/29", ServiceNodePortRange: "30000-30002",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("start API server: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := cp.Wait(); err != nil {
+			t.Errorf("API server stopped with: %v", err)
+		}
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs := kubernetes.NewForConfigOrDie(cfg).CoreV1().Services("default")
+	tctx, tcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer tcancel()
+	k, err := svcs.Get(tctx, "kubernetes", metav1.GetOptions{})
+	if err != nil || k.Spec.ClusterIP != "10.0.0.1" {
+		t.Fatalf("kubernetes Service: %v, %v", k, err)
+	}
+	svc := func(name string, typ corev1.ServiceType) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Type: typ, Ports: []corev1.ServicePort{{Port: 80}}}}
+	}
+	// 6 usable addresses, one is the kubernetes Service's.
+	for i := 0; i < 5; i++ {
+		if _, err := svcs.Create(tctx, svc(fmt.Sprintf("c%d", i), ""), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create c%d: %v", i, err)
+		}
+	}
+	_, err = svcs.Create(tctx, svc("full", ""), metav1.CreateOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed to allocate a serviceIP: range is full") {
+		t.Fatalf("create on a full IP range: %v, want 500 range is full", err)
+	}
+	if err := svcs.Delete(tctx, "c0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// 3 node ports; the failed create above took none.
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("n%d", i)
+		if i > 0 {
+			if err := svcs.Delete(tctx, fmt.Sprintf("c%d", i), metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := svcs.Create(tctx, svc(name, corev1.ServiceTypeNodePort), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	if err := svcs.Delete(tctx, "c3", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svcs.Create(tctx, svc("noport", corev1.ServiceTypeNodePort), metav1.CreateOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed to allocate a nodePort: range is full") {
+		t.Fatalf("create on a full port range: %v, want 500 range is full", err)
+	}
+	// The IP that failed create took was released: one address is free.
+	if _, err := svcs.Create(tctx, svc("last", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create after the failed NodePort create: %v", err)
 	}
 }

@@ -64,6 +64,9 @@ type Config struct {
 	// the bind address when it is a non-loopback IPv4 address, else the first IPv4 address
 	// of the interface of the host's default route).
 	AdvertiseAddress string
+	// ServiceRepairInterval is how often the Service IP and port allocations are rebuilt
+	// from the stored Services (default 3m; tests use a short one).
+	ServiceRepairInterval time.Duration
 }
 
 // kubernetesServiceInterval is how often the kubernetes Service and its endpoints are
@@ -172,7 +175,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 
 	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout,
-		ServiceClusterIPRange: serviceIPs, ServiceNodePortRange: nodePorts,
+		ServiceClusterIPRange: serviceIPs, ServiceNodePortRange: nodePorts, ServiceRepairInterval: cfg.ServiceRepairInterval,
 		KubeletClientTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		sr.stop()

@@ -166,20 +166,7 @@ func explainScheduling(ctx context.Context, client kubernetes.Interface, pod *co
 		if sched.PreFilter != nil {
 			v.Rejections = append(v.Rejections, *sched.PreFilter)
 		} else {
-			for _, pl := range fs.filter {
-				if state.SkipFilterPlugins[pl.Name()] {
-					continue
-				}
-				s := pl.Filter(ctx, state, pod, ni)
-				if s.IsSuccess() {
-					continue
-				}
-				r := rejection(s, pl.Name())
-				if pl.Name() == noderesources.NameFit {
-					r.Detail = resourceDetail(s.Reasons(), podReq, ni)
-				}
-				v.Rejections = append(v.Rejections, r)
-			}
+			v.Rejections = fs.filterNode(ctx, state, pod, podReq, ni, h.nominated[ni.Node().Name])
 		}
 		if len(v.Rejections) == 0 {
 			sched.Fits = append(sched.Fits, v.Node)
@@ -233,4 +220,72 @@ func cores(milli int64) string {
 
 func bytes(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
+}
+
+// filterNode runs every Filter plugin on one node and returns all rejections.
+// As the scheduler does, when pods of at least the pod's priority are nominated
+// for the node (preemption made room for them), the filters first run with
+// those pods added to a copy of the node, and, if that passes, without them.
+func (fs *filterSet) filterNode(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, podReq framework.Resource, ni *framework.NodeInfo, nominated []*corev1.Pod) []Rejection {
+	niWith, stateWith := ni, state
+	var counted []string
+	prio := priority(pod)
+	for _, np := range nominated {
+		if np.UID == pod.UID || priority(np) < prio {
+			continue
+		}
+		if niWith == ni {
+			niWith, stateWith = ni.Clone(), state.Clone()
+		}
+		niWith.AddPod(np)
+		counted = append(counted, np.Namespace+"/"+np.Name)
+		for _, pl := range fs.preFilter {
+			ext, ok := pl.(framework.PreFilterExtensions)
+			if !ok || stateWith.SkipFilterPlugins[pl.Name()] {
+				continue
+			}
+			if st := ext.AddPod(ctx, stateWith, pod, np, niWith); !st.IsSuccess() {
+				return []Rejection{{Plugin: pl.Name(), Error: true,
+					Reason: fmt.Sprintf("add nominated pod %s/%s: %s", np.Namespace, np.Name, st.Message())}}
+			}
+		}
+	}
+	rejections := fs.runFilters(ctx, stateWith, pod, podReq, niWith)
+	if len(rejections) > 0 || niWith == ni {
+		if niWith != ni {
+			note := "counting " + strings.Join(counted, ", ") + ", nominated for this node"
+			for i := range rejections {
+				rejections[i].Detail = strings.TrimPrefix(rejections[i].Detail+"; "+note, "; ")
+			}
+		}
+		return rejections
+	}
+	return fs.runFilters(ctx, state, pod, podReq, ni)
+}
+
+// runFilters runs every Filter plugin that PreFilter did not skip on one node.
+func (fs *filterSet) runFilters(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, podReq framework.Resource, ni *framework.NodeInfo) []Rejection {
+	var out []Rejection
+	for _, pl := range fs.filter {
+		if state.SkipFilterPlugins[pl.Name()] {
+			continue
+		}
+		s := pl.Filter(ctx, state, pod, ni)
+		if s.IsSuccess() {
+			continue
+		}
+		r := rejection(s, pl.Name())
+		if pl.Name() == noderesources.NameFit {
+			r.Detail = resourceDetail(s.Reasons(), podReq, ni)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func priority(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
 }

@@ -153,6 +153,20 @@ func TestPendingPodThatFits(t *testing.T) {
 	}
 }
 
+func TestPendingCountsNominatedPods(t *testing.T) {
+	prio := func(v int32, nominated string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.Priority = &v; p.Status.NominatedNodeName = nominated }
+	}
+	_, text := explain(t, KindPod, "web",
+		node("node-1", "2"), node("node-2", "2"),
+		pod("vip", "1500m", prio(100, "node-1")), pod("low", "1500m", prio(-5, "node-2")),
+		pod("web", "1", prio(0, "")))
+	wantLines(t, text,
+		"node-1: NodeResourcesFit: Insufficient cpu (requests 1, allocatable 2, in use 1.5; counting default/vip, nominated for this node)",
+		"node-2: fits",
+	)
+}
+
 func TestCrashLoopBackOff(t *testing.T) {
 	p := pod("web", "100m", boundTo("node-1"), func(p *corev1.Pod) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}

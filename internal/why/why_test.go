@@ -2,6 +2,9 @@ package why
 
 import (
 	"context"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +74,31 @@ func explain(t *testing.T, kind Kind, name string, objs ...runtime.Object) (*Rep
 	return r, text
 }
 
+// update rewrites the golden files: go test ./internal/why -update
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// golden compares text with testdata/NAME.golden.
+func golden(t *testing.T, name, text string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if string(want) != text {
+		t.Errorf("output differs from %s (run with -update if the change is right)\n--- want\n%s--- got\n%s", path, want, text)
+	}
+}
+
 func wantLines(t *testing.T, text string, lines ...string) {
 	t.Helper()
 	for _, l := range lines {
@@ -95,6 +123,7 @@ func TestPendingInsufficientCPUNamesEveryNode(t *testing.T) {
 		node("node-1", "2"), node("node-2", "2"), node("node-3", "2"),
 		pod("used", "1500m", boundTo("node-1")), pod("done", "1", boundTo("node-2"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 		big, ev)
+	golden(t, "pending-cpu", text)
 	wantLines(t, text,
 		"node-1: NodeResourcesFit: Insufficient cpu (requests 8, allocatable 2, in use 1.5)",
 		"node-2: NodeResourcesFit: Insufficient cpu (requests 8, allocatable 2, in use 0)",
@@ -227,6 +256,7 @@ func TestReadinessProbeFailingAndGatesAndNode(t *testing.T) {
 		unhealthy("e1", "Readiness probe failed: Get \"http://10.0.0.5:8080/\": connection refused", 100),
 		unhealthy("e3", "Liveness probe failed: command exited 1", 150),
 	)
+	golden(t, "not-ready", text)
 	wantLines(t, text,
 		"container app: running not ready",
 		"readiness probe: Readiness probe failed: HTTP probe failed with statuscode: 503 (×3)",
@@ -272,6 +302,7 @@ func TestServiceSelectorMismatchAndNamedPort(t *testing.T) {
 		pod("web-typo", "100m", boundTo("node-1"), labeled(map[string]string{"app": "web", "tier": "frontend"})),
 		pod("db", "100m", boundTo("node-1"), labeled(map[string]string{"app": "db"})),
 	)
+	golden(t, "service", text)
 	wantLines(t, text,
 		"type: ClusterIP, ports: http 80→http/TCP, metrics 9090→metrics/TCP",
 		"selector: app=web,tier=front",

@@ -122,7 +122,9 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		t.Fatalf("Version = %v, %v", v, err)
 	}
 	if _, err := r.rs.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
-		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.99.77.0/24"}}}); err != nil {
+		// Pod ranges of tests stay out of the service range 10.96.0.0/12 and the cluster range
+		// 10.244.0.0/16: a kubette proxy running on this machine (an e2e test's) rejects those.
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.89.77.0/24"}}}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{})
@@ -161,7 +163,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	podIP := sbStatus.Status.Network.GetIp()
-	if !strings.HasPrefix(podIP, "10.99.77.") {
+	if !strings.HasPrefix(podIP, "10.89.77.") {
 		t.Fatalf("pod IP %q not from the pod CIDR", podIP)
 	}
 
@@ -385,7 +387,7 @@ func TestDownRemovesRunningPods(t *testing.T) {
 	r.start()
 	ctx := callCtx(t)
 	if _, err := r.rs.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
-		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.99.78.0/24"}}}); err != nil {
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.89.78.0/24"}}}); err != nil {
 		t.Fatal(err)
 	}
 	image := registry + "/busybox:v1"

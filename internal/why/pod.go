@@ -130,6 +130,7 @@ func explainPod(ctx context.Context, in podInputs, pod *corev1.Pod) (PodReport, 
 		r.Summary = "the pod is ready"
 		return r, nil
 	}
+	r.NodeProblem = fmt.Sprintf("node %s does not exist", pod.Spec.NodeName)
 	for _, n := range in.cluster.Nodes {
 		if n.Name == pod.Spec.NodeName {
 			r.NodeProblem = nodeProblem(n)

@@ -218,6 +218,11 @@ func TestCrashLoopBackOff(t *testing.T) {
 	}
 }
 
+func TestPodOnMissingNode(t *testing.T) {
+	_, text := explain(t, KindPod, "web", pod("web", "100m", boundTo("gone")))
+	wantLines(t, text, "not ready: node gone does not exist; container app unknown")
+}
+
 func TestImagePullBackOff(t *testing.T) {
 	p := pod("web", "100m", boundTo("node-1"), func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending

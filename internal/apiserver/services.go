@@ -189,7 +189,7 @@ func (s *Server) allocateServiceFields(ctx context.Context, svc, old *corev1.Ser
 			kept[int(p.NodePort)] = true
 			t.newPorts = append(t.newPorts, int(p.NodePort))
 		case p.NodePort == 0 && needsNodePorts(svc):
-			port, err := a.nextPort(ctx, dryRun)
+			port, err := a.nextPort(ctx, dryRun, kept)
 			if err != nil {
 				return err
 			}
@@ -209,7 +209,7 @@ func (s *Server) allocateServiceFields(ctx context.Context, svc, old *corev1.Ser
 			kept[hc] = true
 			t.newPorts = append(t.newPorts, hc)
 		default:
-			port, err := a.nextPort(ctx, dryRun)
+			port, err := a.nextPort(ctx, dryRun, kept)
 			if err != nil {
 				return err
 			}
@@ -294,11 +294,13 @@ func (a *serviceAllocators) allocatePort(ctx context.Context, port int, path *fi
 	return nil
 }
 
-func (a *serviceAllocators) nextPort(ctx context.Context, dryRun bool) (int, error) {
+// nextPort takes the next free node port; a dry run picks one without taking it, passing
+// over the ports the request already holds.
+func (a *serviceAllocators) nextPort(ctx context.Context, dryRun bool, held map[int]bool) (int, error) {
 	var port int
 	var err error
 	if dryRun {
-		port, err = a.ports.PeekNext(ctx)
+		port, err = a.ports.PeekNext(ctx, held)
 	} else {
 		port, err = a.ports.AllocateNext(ctx)
 	}

@@ -279,6 +279,15 @@ func TestServiceNodePortAllocation(t *testing.T) {
 	again := svcSpec("again", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "a", Port: 80, NodePort: got.Spec.Ports[0].NodePort}, corev1.ServicePort{Name: "b", Port: 81, NodePort: got.Spec.HealthCheckNodePort})
 	createSvc(t, c, again)
 
+	// A dry run picks distinct ports without taking them.
+	dry := svcSpec("dry", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "a", Port: 80}, corev1.ServicePort{Name: "b", Port: 81})
+	d, err := svcs.Create(ctx, dry, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil || d.Spec.Ports[0].NodePort == 0 || d.Spec.Ports[0].NodePort == d.Spec.Ports[1].NodePort {
+		t.Fatalf("dry run: %v %+v", err, d)
+	}
+	taken = svcSpec("after-dry", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "a", Port: 80, NodePort: d.Spec.Ports[0].NodePort}, corev1.ServicePort{Name: "b", Port: 81, NodePort: d.Spec.Ports[1].NodePort})
+	createSvc(t, c, taken)
+
 	// A failed create frees the node ports it took.
 	bad := svcSpec("bad", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "a", Port: 80, NodePort: 31000}, corev1.ServicePort{Name: "a", Port: 81})
 	if _, err := svcs.Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {

@@ -213,7 +213,7 @@ func (b *Bitmap) Allocate(ctx context.Context, off int) error {
 func (b *Bitmap) AllocateNext(ctx context.Context) (int, error) {
 	got := -1
 	err := b.change(ctx, func(bits *big.Int) (bool, error) {
-		got = b.nextFree(bits)
+		got = b.nextFree(bits, nil)
 		if got < 0 {
 			return false, ErrFull
 		}
@@ -226,14 +226,14 @@ func (b *Bitmap) AllocateNext(ctx context.Context) (int, error) {
 	return got, nil
 }
 
-func (b *Bitmap) nextFree(bits *big.Int) int {
+func (b *Bitmap) nextFree(bits *big.Int, skip map[int]bool) int {
 	for i := b.static; i < b.size; i++ {
-		if bits.Bit(i) == 0 {
+		if bits.Bit(i) == 0 && !skip[i] {
 			return i
 		}
 	}
 	for i := 0; i < b.static; i++ {
-		if bits.Bit(i) == 0 {
+		if bits.Bit(i) == 0 && !skip[i] {
 			return i
 		}
 	}
@@ -266,13 +266,14 @@ func (b *Bitmap) Has(ctx context.Context, off int) (bool, error) {
 	return st.bits.Bit(off) == 1, nil
 }
 
-// PeekNext returns the offset AllocateNext would take now, without taking it (dry runs).
-func (b *Bitmap) PeekNext(ctx context.Context) (int, error) {
+// PeekNext returns the offset AllocateNext would take now, without taking it, passing over
+// the offsets in skip (a dry run's earlier picks).
+func (b *Bitmap) PeekNext(ctx context.Context, skip map[int]bool) (int, error) {
 	st, err := b.read(ctx)
 	if err != nil {
 		return -1, err
 	}
-	if n := b.nextFree(st.bits); n >= 0 {
+	if n := b.nextFree(st.bits, skip); n >= 0 {
 		return n, nil
 	}
 	return -1, ErrFull

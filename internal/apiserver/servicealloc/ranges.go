@@ -116,7 +116,7 @@ func (a *IPs) Check(ctx context.Context, ip netip.Addr) error {
 
 // PeekNext returns the address AllocateNext would take now (dry runs).
 func (a *IPs) PeekNext(ctx context.Context) (netip.Addr, error) {
-	off, err := a.bits.PeekNext(ctx)
+	off, err := a.bits.PeekNext(ctx, nil)
 	if err != nil {
 		return netip.Addr{}, err
 	}
@@ -217,9 +217,16 @@ func (a *Ports) Check(ctx context.Context, port int) error {
 	return nil
 }
 
-// PeekNext returns the port AllocateNext would take now (dry runs).
-func (a *Ports) PeekNext(ctx context.Context) (int, error) {
-	off, err := a.bits.PeekNext(ctx)
+// PeekNext returns the port AllocateNext would take now, passing over the ports in skip
+// (a dry run's earlier picks).
+func (a *Ports) PeekNext(ctx context.Context, skip map[int]bool) (int, error) {
+	offs := map[int]bool{}
+	for p := range skip {
+		if off, err := a.offset(p); err == nil {
+			offs[off] = true
+		}
+	}
+	off, err := a.bits.PeekNext(ctx, offs)
 	if err != nil {
 		return 0, err
 	}

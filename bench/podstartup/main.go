@@ -79,14 +79,14 @@ func run(kubeconfig, kubette, dataDir, busybox string, pods, parallel int) error
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
 	// Warm-up: the first pod pays for one-time work (cgroup parents, the bridge).
-	if _, err := measure(ctx, client, ns, "warmup", 1, 1); err != nil {
+	if _, err := measure(ctx, client, dataDir, ns, "warmup", 1, 1); err != nil {
 		return err
 	}
 	for _, phase := range []struct {
 		name string
 		at   int
 	}{{"sequential", 1}, {fmt.Sprintf("%d at a time", parallel), parallel}} {
-		lat, err := measure(ctx, client, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
+		lat, err := measure(ctx, client, dataDir, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
 		if err != nil {
 			return fmt.Errorf("%s: %w", phase.name, err)
 		}
@@ -99,8 +99,10 @@ func run(kubeconfig, kubette, dataDir, busybox string, pods, parallel int) error
 }
 
 // measure creates n pods, at most `at` of them starting at once, and returns each one's time from create to
-// the watch event showing it Running; then it deletes them and waits until they are gone.
-func measure(ctx context.Context, client kubernetes.Interface, ns, prefix string, n, at int) ([]time.Duration, error) {
+// the watch event showing it Running; then it deletes them and waits until they are gone, from the API and
+// from the node's runtime (its sandbox directories under DATA_DIR/runtime/sandboxes), so that the next
+// phase does not share the machine with the teardown of this one.
+func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, prefix string, n, at int) ([]time.Duration, error) {
 	label := map[string]string{"bench": prefix}
 	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
 	if err != nil {
@@ -188,6 +190,20 @@ func measure(ctx context.Context, client kubernetes.Interface, ns, prefix string
 		}
 		if time.Now().After(deadline) {
 			return nil, errors.New("pods not gone within 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sandboxes := filepath.Join(dataDir, "runtime", "sandboxes")
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		left, err := os.ReadDir(sandboxes)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("wait for the runtime's teardown: %w", err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

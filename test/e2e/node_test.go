@@ -395,3 +395,8 @@ func TestNodeProbes(t *testing.T) {
 		t.Errorf("crash loop delays do not grow: %s then %s", d1, d2)
 	}
 }
+
+// httpClient is a client for requests from this machine to pod IPs and ClusterIPs.
+func httpClient() *http.Client {
+	return &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+}

@@ -8,11 +8,16 @@
 //
 // It logs one line per request to stdout. On SIGTERM it prints "received SIGTERM", waits
 // $TERM_DELAY seconds (default 0) and exits 0.
+//
+// `server get URL [N]` is a client instead: it fetches URL N times (default 1) with Go's own
+// resolver (which honours resolv.conf's search path and ndots), printing each answer's body
+// on a line, or "error: ..." — for tests that reach Services by name from inside a pod.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,6 +29,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "get" {
+		os.Exit(get(os.Args[2:]))
+	}
 	port := os.Getenv("PORT")
 	if port == "" {
 		port = "8080"
@@ -121,4 +129,38 @@ func (h *handler) alloc(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	fmt.Fprintf(w, "allocated %d MiB, holding %d MiB\n", mb, total>>20)
+}
+
+// get is the client mode: fetch a URL N times and print each body (or error) on a line.
+func get(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: server get URL [N]")
+		return 2
+	}
+	n := 1
+	if len(args) > 1 {
+		v, err := strconv.Atoi(args[1])
+		if err != nil || v < 1 {
+			fmt.Fprintln(os.Stderr, "bad count:", args[1])
+			return 2
+		}
+		n = v
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	failed := 0
+	for range n {
+		resp, err := client.Get(args[0])
+		if err != nil {
+			fmt.Println("error:", err)
+			failed++
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		fmt.Println(strings.TrimSpace(string(body)))
+	}
+	if failed == n {
+		return 1
+	}
+	return 0
 }

@@ -72,7 +72,7 @@ func BenchmarkPodStartup(b *testing.B) {
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(ccancel)
 	if _, err := rs.UpdateRuntimeConfig(cctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
-		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.99.78.0/24"}}}); err != nil {
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.89.79.0/24"}}}); err != nil {
 		b.Fatal(err)
 	}
 	image := registry + "/busybox:v1"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubette/kubette/internal/apiserver/filters"
 	"github.com/kubette/kubette/internal/registry"
+	"github.com/kubette/kubette/internal/trace"
 )
 
 // Handler returns the server's HTTP handler behind the filter chain: panic recovery,
@@ -57,6 +58,9 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request) {
 		// As upstream's --profiling (on by default): behind authentication and authorization.
 		servePprof(w, req)
 		return
+	case path == trace.Endpoint:
+		s.serveTrace(w, req)
+		return
 	case strings.HasPrefix(path, "/openapi/"):
 		if s.docs.serve(w, req) {
 			return
@@ -75,8 +79,10 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request) {
 	}
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	req, tw := s.traceBegin(req, ri)
 	s.serveResource(rec, req, ri)
 	s.metrics.observe(ri, rec.code, start)
+	s.traceEnd(req, ri, tw, rec.code, start)
 }
 
 // serveResource runs the verb handler for a resource request.

@@ -425,11 +425,13 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	}
 	s.metrics.watchers.WithLabelValues(ri.res.Plural).Inc()
 	defer s.metrics.watchers.WithLabelValues(ri.res.Plural).Dec()
+	tw := s.traceWatch(req, ri)
 	for {
 		ev, ok := watcher.Next(ctx)
 		if !ok {
 			return
 		}
+		s.traceDelivery(tw, ev) // before sending: the watcher's reaction comes after it
 		var obj runtime.Object
 		shared := false
 		if ev.Type == watch.Bookmark {

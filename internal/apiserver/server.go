@@ -55,6 +55,9 @@ type Config struct {
 	// ServiceRepairInterval is how often the allocation bitmaps are rebuilt from the
 	// stored Services (default 3m, as upstream's repair controllers).
 	ServiceRepairInterval time.Duration
+	// TraceCapacity is how many trace records each resource keeps for `kubette trace`
+	// (default 10000, or $KUBETTE_TRACE_CAPACITY); negative turns tracing off.
+	TraceCapacity int
 }
 
 // Server is the API server's request handling. Create it with New and serve Handler().
@@ -69,6 +72,7 @@ type Server struct {
 	fields  *fieldManagers
 	metrics *metrics
 	svc     *serviceAllocators
+	tracer  *tracer // nil when tracing is off
 
 	nsDeleted deletedNamespaces
 
@@ -97,6 +101,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		readyCh: make(chan struct{}),
 	}
 	if s.svc, err = newServiceAllocators(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.startTrace(); err != nil {
 		return nil, err
 	}
 	s.fields = newFieldManagers(ctx, s)

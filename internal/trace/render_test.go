@@ -64,20 +64,25 @@ func lineDiff(want, got string) string {
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
+// TestGolden renders two fixtures: deployment.json, written by hand to cover every kind
+// of step, and recorded.json, a 3-replica Deployment's flow recorded by the integration
+// test (TRACE_RECORD_FIXTURE) on a control plane with a simulated node.
 func TestGolden(t *testing.T) {
-	in := Normalize(loadInput(t, "deployment.json"))
-	for _, all := range []bool{false, true} {
-		suffix := ""
-		if all {
-			suffix = ".all"
+	for _, fixture := range []string{"deployment", "recorded"} {
+		in := Normalize(loadInput(t, fixture+".json"))
+		for _, all := range []bool{false, true} {
+			name := fixture
+			if all {
+				name += ".all"
+			}
+			f := Build(in, Options{All: all})
+			m := Mermaid(f)
+			if err := CheckMermaid(m); err != nil {
+				t.Errorf("%s.mmd: %v", name, err)
+			}
+			golden(t, name+".mmd", m)
+			golden(t, name+".txt", Text(f))
+			golden(t, name+".svg", SVG(f))
 		}
-		f := Build(in, Options{All: all})
-		m := Mermaid(f)
-		if err := CheckMermaid(m); err != nil {
-			t.Errorf("mermaid%s: %v", suffix, err)
-		}
-		golden(t, "deployment"+suffix+".mmd", m)
-		golden(t, "deployment"+suffix+".txt", Text(f))
-		golden(t, "deployment"+suffix+".svg", SVG(f))
 	}
 }

@@ -39,7 +39,9 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, logDir string, dns *runtimeapi.D
 		hostname = strings.TrimRight(hostname[:63], "-.")
 	}
 	if pod.Spec.HostNetwork {
-		hostname = nodeHostname
+		// As upstream's kubelet: no hostname for a host-network sandbox, which shares the
+		// node's UTS namespace (containerd refuses to set one there).
+		hostname = ""
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{

@@ -571,7 +571,7 @@ func TestSandboxConfig(t *testing.T) {
 	}
 	pod.Spec.HostNetwork = true
 	cfg = sandboxConfig(pod, 0, "/logs", dns, "node")
-	if cfg.Hostname != "node" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
+	if cfg.Hostname != "" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host network: %v", cfg)
 	}
 }

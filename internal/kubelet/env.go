@@ -2,10 +2,9 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubette/kubette/internal/kubelet/fieldpath"
 )
 
 // envInputs is what a container's environment may refer to besides the pod itself.
@@ -69,7 +70,7 @@ func containerEnv(ctx context.Context, in envInputs, pod *v1.Pod, c *v1.Containe
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expand(e.Value, vars))
+			set(e.Name, fieldpath.Expand(e.Value, vars))
 			continue
 		}
 		v, ok, err := envValueFrom(ctx, in, pod, c, e.ValueFrom)
@@ -155,37 +156,12 @@ func envValueFrom(ctx context.Context, in envInputs, pod *v1.Pod, c *v1.Containe
 
 // podField resolves a downward-API field path.
 func podField(pod *v1.Pod, in envInputs, path string) (string, error) {
-	if k, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[k], nil
+	ips := fieldpath.IPs{HostIP: first(in.hostIPs), HostIPs: in.hostIPs, PodIP: first(in.podIPs), PodIPs: in.podIPs}
+	v, err := fieldpath.Pod(pod, ips, path)
+	if errors.Is(err, fieldpath.ErrUnsupported) {
+		return "", fmt.Errorf("unsupported fieldPath %q", path)
 	}
-	if k, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[k], nil
-	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return first(in.hostIPs), nil
-	case "status.hostIPs":
-		return strings.Join(in.hostIPs, ","), nil
-	case "status.podIP":
-		return first(in.podIPs), nil
-	case "status.podIPs":
-		return strings.Join(in.podIPs, ","), nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath %q", path)
+	return v, err
 }
 
 func first(s []string) string {
@@ -195,39 +171,15 @@ func first(s []string) string {
 	return s[0]
 }
 
-// subscript parses `prefix['key']`.
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
-// formatMap renders labels or annotations as the downward API does: key="value" lines, sorted.
-func formatMap(m map[string]string) string {
-	var lines []string
-	for k, v := range sortedMap(m) {
-		lines = append(lines, fmt.Sprintf("%s=%q", k, v))
-	}
-	return strings.Join(lines, "\n")
-}
-
 // resourceField resolves a resourceFieldRef: the container's request or limit (a limit
 // defaults to the node's allocatable) divided by the divisor, rounded up.
 func resourceField(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList, ref *v1.ResourceFieldSelector) (string, error) {
 	if ref.ContainerName != "" && ref.ContainerName != c.Name {
-		found := false
-		for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for i := range cs {
-				if cs[i].Name == ref.ContainerName {
-					c, found = &cs[i], true
-				}
-			}
-		}
-		if !found {
+		found, ok := fieldpath.Container(pod, ref.ContainerName)
+		if !ok {
 			return "", fmt.Errorf("container %q not found", ref.ContainerName)
 		}
+		c = found
 	}
 	kind, name, ok := strings.Cut(ref.Resource, ".")
 	if !ok || (kind != "limits" && kind != "requests") {
@@ -239,65 +191,19 @@ func resourceField(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList, re
 	if kind == "limits" {
 		q, have = c.Resources.Limits[rn]
 		if !have {
-			q, have = allocatable[rn]
+			q = allocatable[rn]
 		}
 	} else {
-		q, have = c.Resources.Requests[rn]
-		if !have && rn == v1.ResourceCPU {
-			q = resource.MustParse("0")
-		}
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
+		q = c.Resources.Requests[rn]
 	}
 	switch rn {
-	case v1.ResourceCPU:
-		v := math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue()))
-		return strconv.FormatInt(int64(v), 10), nil
-	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage:
+		return fieldpath.Scale(rn, q, ref.Divisor), nil
 	}
 	if k, ok := strings.CutPrefix(name, "hugepages-"); ok && k != "" {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+		return fieldpath.Scale(rn, q, ref.Divisor), nil
 	}
 	return "", fmt.Errorf("unsupported resource %q", ref.Resource)
-}
-
-// expand replaces $(VAR) references in s with values from vars, as the API defines: $$ is an
-// escaped $, and a reference to an undefined variable (or an unclosed one) stays as written.
-func expand(s string, vars map[string]string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vars[name]; ok && name != "" {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }
 
 // expandAll expands every element of a command or args list with the container's environment.
@@ -311,7 +217,7 @@ func expandAll(list []string, env []v1.EnvVar) []string {
 	}
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = expand(s, vars)
+		out[i] = fieldpath.Expand(s, vars)
 	}
 	return out
 }

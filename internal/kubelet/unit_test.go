@@ -662,28 +662,6 @@ func TestGetPhase(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "1", "B": "two"}
-	for in, want := range map[string]string{
-		"plain":          "plain",
-		"$(A)":           "1",
-		"x$(A)y$(B)z":    "x1ytwoz",
-		"$$(A)":          "$(A)",
-		"$$$(A)":         "$1",
-		"$(C)":           "$(C)",
-		"$(A":            "$(A",
-		"$A":             "$A",
-		"end$":           "end$",
-		"$()":            "$()",
-		"$(A)$(A)$$":     "11$",
-		"$(B)-$$-$(B)$$": "two-$-two$",
-	} {
-		if got := expand(in, vars); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestContainerEnv(t *testing.T) {
 	f := false
 	objs := []runtime.Object{

@@ -428,24 +428,6 @@ func TestMountsRejects(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	env := map[string]string{"A": "1", "B": "two"}
-	for in, want := range map[string]string{
-		"$(A)/$(B)":  "1/two",
-		"$$(A)":      "$(A)",
-		"$(C)":       "$(C)",
-		"x$":         "x$",
-		"$(A":        "$(A",
-		"a$b":        "a$b",
-		"$()":        "$()",
-		"pre$(A)suf": "pre1suf",
-	} {
-		if got := expand(in, env); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestTearDownWithoutMounts(t *testing.T) {
 	ctx := context.Background()
 	outside := t.TempDir()

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/kubelet/fieldpath"
 )
 
 // Mounts returns the CRI mounts of a container's volumeMounts, in their order. configMap,
@@ -41,7 +43,7 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 			if env == nil {
 				env = containerEnv(pod, c)
 			}
-			subPath = expand(vm.SubPathExpr, env)
+			subPath = fieldpath.Expand(vm.SubPathExpr, env)
 		}
 		if subPath != "" {
 			if hostPath, err = resolveSubPath(hostPath, subPath); err != nil {
@@ -140,7 +142,7 @@ func containerEnv(pod *v1.Pod, c *v1.Container) map[string]string {
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
-			env[e.Name] = expand(e.Value, env)
+			env[e.Name] = fieldpath.Expand(e.Value, env)
 		case e.ValueFrom.FieldRef != nil:
 			if v, err := podFieldValue(pod, e.ValueFrom.FieldRef.FieldPath); err == nil {
 				env[e.Name] = v
@@ -148,37 +150,4 @@ func containerEnv(pod *v1.Pod, c *v1.Container) map[string]string {
 		}
 	}
 	return env
-}
-
-// expand replaces $(VAR) with env's value as upstream's expansion does: "$$" is a literal
-// "$", and a reference to an unknown variable stays as written.
-func expand(s string, env map[string]string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := env[name]; ok && name != "" {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }

@@ -6,19 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubette/kubette/internal/kubelet/fieldpath"
 )
 
 // defaultFileMode is the mode of configMap, secret, downwardAPI and projected files without
@@ -186,84 +185,27 @@ func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, def os.Fi
 
 // podFieldValue resolves a downward API field path of the pod.
 func podFieldValue(pod *v1.Pod, path string) (string, error) {
-	if k, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[k], nil
+	ips := fieldpath.IPs{HostIP: pod.Status.HostIP, PodIP: pod.Status.PodIP,
+		HostIPs: make([]string, 0, len(pod.Status.HostIPs)), PodIPs: make([]string, 0, len(pod.Status.PodIPs))}
+	for _, ip := range pod.Status.HostIPs {
+		ips.HostIPs = append(ips.HostIPs, ip.IP)
 	}
-	if k, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[k], nil
+	for _, ip := range pod.Status.PodIPs {
+		ips.PodIPs = append(ips.PodIPs, ip.IP)
 	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return pod.Status.HostIP, nil
-	case "status.hostIPs":
-		ips := make([]string, 0, len(pod.Status.HostIPs))
-		for _, ip := range pod.Status.HostIPs {
-			ips = append(ips, ip.IP)
-		}
-		return strings.Join(ips, ","), nil
-	case "status.podIP":
-		return pod.Status.PodIP, nil
-	case "status.podIPs":
-		ips := make([]string, 0, len(pod.Status.PodIPs))
-		for _, ip := range pod.Status.PodIPs {
-			ips = append(ips, ip.IP)
-		}
-		return strings.Join(ips, ","), nil
+	v, err := fieldpath.Pod(pod, ips, path)
+	if errors.Is(err, fieldpath.ErrUnsupported) {
+		return "", fmt.Errorf("unsupported fieldPath: %s", path)
 	}
-	return "", fmt.Errorf("unsupported fieldPath: %s", path)
-}
-
-// subscript parses `prefix['key']`.
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
-// formatMap renders labels or annotations as upstream: sorted `key="value"` lines.
-func formatMap(m map[string]string) string {
-	var b strings.Builder
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(k + "=" + strconv.Quote(m[k]))
-	}
-	return b.String()
+	return v, err
 }
 
 // containerResourceValue resolves a resourceFieldRef from the container's requests or limits
 // (ceil(value/divisor), as upstream). A limit the container does not set would be the node's
 // allocatable upstream; this node does not know it here, so that is an error.
 func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
-	var c *v1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == ref.ContainerName {
-			c = &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == ref.ContainerName {
-			c = &pod.Spec.InitContainers[i]
-		}
-	}
-	if c == nil {
+	c, ok := fieldpath.Container(pod, ref.ContainerName)
+	if !ok {
 		return "", fmt.Errorf("container %q not found", ref.ContainerName)
 	}
 	kind, name, ok := strings.Cut(ref.Resource, ".")
@@ -286,14 +228,7 @@ func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string,
 		}
 		return "", fmt.Errorf("container %q sets no %s (node allocatable is not supported here)", c.Name, ref.Resource)
 	}
-	div := ref.Divisor
-	if div.IsZero() {
-		div = resource.MustParse("1")
-	}
-	if name == string(v1.ResourceCPU) {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(div.MilliValue()))), 10), nil
-	}
-	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(div.Value()))), 10), nil
+	return fieldpath.Scale(v1.ResourceName(name), q, ref.Divisor), nil
 }
 
 // projectedPayload builds a projected volume's files from its sources.

@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/dns"
 )
@@ -21,13 +18,13 @@ func newDNS() *cobra.Command {
 		Short: "Run the cluster DNS server: Services and EndpointSlices become records of the cluster zone; other names are forwarded",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			logger, err := newLogger(logLevel)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
 			}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -35,7 +32,7 @@ func newDNS() *cobra.Command {
 			}
 			o := dns.Options{
 				Client: client, Addr: addr, Zone: zone, TTL: ttl, ResolvConf: resolvConf,
-				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+				Logger: logger,
 			}
 			if cmd.Flags().Changed("upstream") {
 				o.Upstreams = append([]string{}, upstreams...)

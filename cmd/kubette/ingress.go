@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/ingress"
 )
@@ -21,17 +18,16 @@ func newIngress() *cobra.Command {
 		Short: "Run the Ingress controller: Ingresses become an nginx configuration, nginx is run and reloaded",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
 			}
-			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			if kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required")
 			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := restConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
 			}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/proxy"
 )
@@ -24,20 +22,19 @@ func newProxy() *cobra.Command {
 		Short: "Run the service proxy: Services and EndpointSlices become iptables rules on this node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
 			}
-			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			if cleanup {
 				return proxy.Cleanup(cmd.Context(), proxy.ExecRunner{})
 			}
 			if kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required")
 			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := restConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
 			}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {

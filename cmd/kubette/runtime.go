@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kubette/kubette/internal/cluster"
@@ -19,11 +15,11 @@ func newRuntime() *cobra.Command {
 		Short: "Run the built-in container runtime: CRI on unix://DATA_DIR/cri.sock (images, runc containers, CNI pod network)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Logger = logger
 			cfg.Version = cluster.Version.GitVersion
 			return runtime.Run(cmd.Context(), cfg)
 		},

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
-	"os"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/scheduler"
 )
@@ -21,18 +16,18 @@ func newScheduler() *cobra.Command {
 		Short: "Run the scheduler (filter, score and bind pods to nodes) against an API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			logger, err := newLogger(logLevel)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
 			}
 			return scheduler.RunWithLeaderElection(cmd.Context(), cfg, scheduler.Options{
 				SchedulerName: name, LeaderElect: leaderElect, Identity: identity,
 				PercentageOfNodesToScore: percentage, Parallelism: parallelism,
-				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+				Logger: logger,
 			})
 		},
 	}

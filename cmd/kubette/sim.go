@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/sim"
 )
@@ -30,13 +27,13 @@ once deleted, away after their grace period (at most --max-deletion-grace). Runs
 SIGTERM; the nodes stay behind unless --cleanup is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			logger, err := newLogger(logLevel)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
 			}
 			o.Capacity = corev1.ResourceList{}
 			for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory,
@@ -62,7 +59,7 @@ SIGTERM; the nodes stay behind unless --cleanup is given.`,
 				}
 				o.Taints = append(o.Taints, taint)
 			}
-			o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			o.Logger = logger
 			s, err := sim.New(cfg, o)
 			if err != nil {
 				return err

@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/trace"
 )
@@ -38,15 +35,9 @@ func newTrace() *cobra.Command {
 			if render == nil {
 				return fmt.Errorf("--format %q: want mermaid, text or svg", format)
 			}
-			if kubeconfig == "" {
-				kubeconfig = os.Getenv("KUBECONFIG")
-			}
-			if kubeconfig == "" {
-				kubeconfig = filepath.Join(defaultDataDir(), "admin.kubeconfig")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := clusterConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+				return err
 			}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/why"
 )
@@ -38,15 +35,9 @@ func newWhy() *cobra.Command {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output %q: want text or json", output)
 			}
-			if kubeconfig == "" {
-				kubeconfig = os.Getenv("KUBECONFIG")
-			}
-			if kubeconfig == "" {
-				kubeconfig = filepath.Join(defaultDataDir(), "admin.kubeconfig")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := clusterConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+				return err
 			}
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {

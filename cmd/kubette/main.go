@@ -68,6 +68,7 @@ type nodeFlags struct {
 	enabled                     bool
 	name, podCIDR, runc, bridge string
 	kubeletPort                 int32
+	dnsPort                     int
 	cniPluginDirs               []string
 	ingress                     bool
 	httpPort, httpsPort         int
@@ -78,6 +79,7 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&n.name, "node-name", "", "the Node's name (default: the host name)")
 	cmd.Flags().StringVar(&n.podCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod address range")
 	cmd.Flags().Int32Var(&n.kubeletPort, "kubelet-port", 10250, "the kubelet's HTTPS port (logs)")
+	cmd.Flags().IntVar(&n.dnsPort, "dns-port", 53, "port of the cluster DNS server on the node's address (pods reach it as the kube-dns Service, 10.96.0.10:53)")
 	cmd.Flags().StringVar(&n.runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
 	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
 	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")
@@ -100,7 +102,7 @@ func (n *nodeFlags) config() *cluster.NodeConfig {
 		return nil
 	}
 	return &cluster.NodeConfig{
-		Name: n.name, PodCIDR: n.podCIDR, KubeletPort: n.kubeletPort,
+		Name: n.name, PodCIDR: n.podCIDR, KubeletPort: n.kubeletPort, DNSPort: n.dnsPort,
 		Runtime: runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs},
 	}
 }

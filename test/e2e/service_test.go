@@ -66,8 +66,12 @@ func TestServicesRouteToReadyPods(t *testing.T) {
 
 	// A pod that fails its readiness probe stops getting traffic.
 	applyJSON(t, nc.cluster, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"notready","labels":{"app":"web"}},"spec":{"containers":[{"name":"server","image":"`+image+`",
-	  "readinessProbe":{"httpGet":{"path":"/no-such-path-is-ready","port":8080},"periodSeconds":1}}]}}`)
+	  "readinessProbe":{"httpGet":{"path":"/healthz","port":9999},"periodSeconds":1}}]}}`)
 	nc.waitPod(t, "notready", "Running", 60*time.Second, running)
+	time.Sleep(3 * time.Second) // several probe periods: the probe has failed by now
+	if p := nc.pod(t, "notready"); ready(p) {
+		t.Fatalf("a pod whose readiness probe targets a closed port is Ready")
+	}
 	for i := 0; i < 30; i++ {
 		if body, err := tryGet("http://" + clusterIP + ":80/"); err == nil && strings.Contains(body, "hostname=notready") {
 			t.Fatalf("a pod failing its readiness probe got traffic")

@@ -31,9 +31,8 @@ func newTrace() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			render := map[string]func(trace.Flow) string{"mermaid": trace.Mermaid, "text": trace.Text, "svg": trace.SVG}[format]
-			if render == nil {
-				return fmt.Errorf("--format %q: want mermaid, text or svg", format)
+			if _, err := trace.Renderer(format); err != nil {
+				return fmt.Errorf("--format: %w", err)
 			}
 			cfg, err := clusterConfig(kubeconfig)
 			if err != nil {
@@ -47,10 +46,11 @@ func newTrace() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if normalize {
-				in = trace.Normalize(in)
+			out, err := trace.Draw(in, trace.DrawOptions{Format: format, All: all, Normalize: normalize})
+			if err != nil {
+				return err
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), render(trace.Build(in, trace.Options{All: all})))
+			_, err = fmt.Fprint(cmd.OutOrStdout(), out)
 			return err
 		},
 	}

@@ -143,6 +143,17 @@ func runShim(ready *os.File, a shimArgs) int {
 	if err != nil {
 		return reportFailure(ready, fmt.Errorf("stderr pipe: %w", err))
 	}
+	// A container with CRI stdin reads a pipe that attach sessions write to.
+	withStdin, stdinOnce, err := stdinConfig(a.bundle)
+	if err != nil {
+		return reportFailure(ready, err)
+	}
+	var inR, inW *os.File
+	if withStdin {
+		if inR, inW, err = os.Pipe(); err != nil {
+			return reportFailure(ready, fmt.Errorf("stdin pipe: %w", err))
+		}
+	}
 	// SIGCHLD is watched before the container exists, so that no exit goes unnoticed.
 	sigch := make(chan os.Signal, 1)
 	signal.Notify(sigch, syscall.SIGCHLD)
@@ -153,10 +164,16 @@ func runShim(ready *os.File, a shimArgs) int {
 	cmd := exec.Command(a.runc, "--root", a.root, "--log", runcLog, "--log-format", "json",
 		"create", "--bundle", a.bundle, "--pid-file", pidFile, a.id)
 	cmd.Stdout, cmd.Stderr = outW, errW
+	if inR != nil {
+		cmd.Stdin = inR
+	}
 	cmd.Dir = a.bundle
 	runErr := cmd.Run()
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if runErr != nil {
 		return reportFailure(ready, fmt.Errorf("runc create: %w: %s", runErr, runcLogError(runcLog)))
 	}
@@ -187,15 +204,25 @@ func runShim(ready *os.File, a shimArgs) int {
 			}
 		}
 	}()
+	// Attach sessions get the output as it is read, and write the container's stdin.
+	hub := newAttachHub(inW, stdinOnce)
+	if ln, err := listenAttach(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "shim: no attach: %v\n", err)
+	} else {
+		defer os.Remove(filepath.Join(dir, attachSocket))
+		defer ln.Close()
+		go hub.serve(ln)
+	}
 	var copiers sync.WaitGroup
 	for _, s := range []struct {
-		r    *os.File
-		name string
-	}{{outR, "stdout"}, {errR, "stderr"}} {
+		r      *os.File
+		name   string
+		stream byte
+	}{{outR, "stdout", streamStdout}, {errR, "stderr", streamStderr}} {
 		copiers.Add(1)
 		go func() {
 			defer copiers.Done()
-			if err := log.copyStream(s.r, s.name); err != nil {
+			if err := log.copyStream(io.TeeReader(s.r, hub.writer(s.stream)), s.name); err != nil {
 				fmt.Fprintf(os.Stderr, "shim: %s: %v\n", s.name, err)
 			}
 		}()
@@ -227,6 +254,7 @@ func runShim(ready *os.File, a shimArgs) int {
 	case <-time.After(ioDrainLimit):
 		fmt.Fprintln(os.Stderr, "shim: output pipes still open after the container's init exited; not waiting for them")
 	}
+	hub.close()
 	b, err := json.Marshal(st)
 	if err != nil {
 		return reportFailure(nil, err)

@@ -1,7 +1,13 @@
 // Package nginx turns the ingress controller's model into an nginx.conf (a pure
-// function, Render), checks a candidate configuration with `nginx -t`, and runs
-// and reloads the nginx master process (Process).
+// function, Render), checks a candidate configuration with `nginx -t`, runs
+// and reloads the nginx master process and confirms that a reload took
+// (Process), detects nginx's Lua module (DetectLua) and talks to the control
+// socket every rendered configuration listens on (Control): the id of the
+// configuration being served, and, with Lua, the endpoints of every backend,
+// replaced without a reload.
 package nginx
+
+import "path/filepath"
 
 // Config is everything nginx.conf is rendered from. Paths are absolute.
 type Config struct {
@@ -20,13 +26,36 @@ type Config struct {
 	Default Server
 	// Servers are one per host, in the order they are rendered.
 	Servers []Server
+	// Lua, when set, loads nginx's Lua module and takes upstream members
+	// from the endpoints sent to the control socket (BackendsText) instead
+	// of server lines: an endpoint change then needs no reload. Without it,
+	// Upstream.Servers are rendered and a change of them needs a reload.
+	Lua *Lua
 }
+
+// Lua is how nginx loads its Lua module (see DetectLua).
+type Lua struct {
+	// Modules are the dynamic module files to load_module, in order (the
+	// NDK, then the Lua module).
+	Modules []string
+}
+
+// ControlSocket is the unix socket, under prefix, of the control server of
+// every rendered configuration (the directory is 0700: only root reaches it).
+func ControlSocket(prefix string) string { return filepath.Join(prefix, "run", "control.sock") }
+
+// BackendsFile is where the controller keeps the endpoints last sent (the
+// BackendsText format); nginx loads it into its shared dict when it starts
+// or reloads.
+func BackendsFile(prefix string) string { return filepath.Join(prefix, "conf", "backends") }
 
 // Upstream is one (service, port) with its ready endpoints.
 type Upstream struct {
 	// Name is unique in a Config and made of [a-z0-9_.-].
 	Name string
-	// Servers are "ip:port" (IPv6 as "[ip]:port"), sorted.
+	// Servers are "ip:port" (IPv6 as "[ip]:port"), sorted. Without Lua
+	// there is at least one; with Lua there may be none (the backend
+	// answers 503 until endpoints are sent).
 	Servers []string
 }
 

@@ -81,7 +81,7 @@ func TestProcess(t *testing.T) {
 	bin := needs.Binary(t, "nginx", "nginx")
 	needs.Root(t)
 	dir := t.TempDir()
-	for _, d := range []string{"conf", "logs", "tmp"} {
+	for _, d := range []string{"conf", "logs", "tmp", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestProcess(t *testing.T) {
 		})
 	}
 	write(503)
-	p := &Process{Binary: bin, Prefix: dir, Conf: conf, MinRestartDelay: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	p := &Process{Binary: bin, Prefix: dir, Conf: conf, Control: ControlSocket(dir), MinRestartDelay: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {

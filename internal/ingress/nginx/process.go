@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -38,6 +39,13 @@ type Process struct {
 	// StopTimeout is how long a graceful stop (SIGQUIT) may take before the
 	// master is killed (default 10 s).
 	StopTimeout time.Duration
+	// Control is the control socket the configurations listen on
+	// (ControlSocket). It is removed before each start, as a killed master
+	// leaves it behind and nginx would not bind it again; ReloadConfirmed
+	// asks it which configuration is served.
+	Control string
+	// OnStart, when set, is called after each start of a master.
+	OnStart func()
 
 	mu     sync.Mutex
 	pid    int
@@ -84,6 +92,11 @@ func (p *Process) Run(ctx context.Context) error {
 }
 
 func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
+	if p.Control != "" {
+		if err := os.Remove(p.Control); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale control socket: %w", err)
+		}
+	}
 	cmd := exec.Command(p.Binary, "-p", p.Prefix+"/", "-e", filepath.Join(p.Prefix, "logs", "error.log"), "-c", p.Conf)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
@@ -94,6 +107,9 @@ func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
 	p.pid = cmd.Process.Pid
 	p.starts++
 	p.mu.Unlock()
+	if p.OnStart != nil {
+		p.OnStart()
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	defer func() {
@@ -161,6 +177,90 @@ func (p *Process) Reload() (bool, error) {
 		return false, fmt.Errorf("reload nginx (pid %d): %w", p.pid, err)
 	}
 	return true, nil
+}
+
+// ReloadError is a reload nginx did not take: the master logged an error
+// while reading the new configuration (it then keeps serving the old one), or
+// no worker served the new configuration in time.
+type ReloadError struct {
+	// Message is the master's "[emerg]" message, or what was awaited.
+	Message string
+}
+
+func (e *ReloadError) Error() string { return "nginx reload failed: " + e.Message }
+
+// ErrorLog is the master's error log.
+func (p *Process) ErrorLog() string { return filepath.Join(p.Prefix, "logs", "error.log") }
+
+// ReloadConfirmed reloads nginx (SIGHUP) and waits until a worker answers on
+// the control socket with id, the ConfigID of the configuration written to
+// Conf. It returns a *ReloadError as soon as the master logs an "[emerg]"
+// line after the signal (e.g. a listen address taken: `nginx -t` does not
+// bind, a reload does), or when timeout passes without the new id served.
+// With no master running it does nothing: the next start reads Conf.
+func (p *Process) ReloadConfirmed(ctx context.Context, id string, timeout time.Duration) error {
+	logFile := p.ErrorLog()
+	var offset int64
+	if st, err := os.Stat(logFile); err == nil {
+		offset = st.Size()
+	}
+	p.mu.Lock()
+	pid := p.pid
+	p.mu.Unlock()
+	ok, err := p.Reload()
+	if err != nil || !ok {
+		return err
+	}
+	ctl := Control{Socket: p.Control}
+	deadline := time.Now().Add(timeout)
+	emerg := fmt.Sprintf("[emerg] %d#", pid)
+	for {
+		got, cerr := ctl.ConfigID(ctx)
+		if cerr == nil && got == id {
+			return nil
+		}
+		if msg := logLineAfter(logFile, offset, emerg); msg != "" {
+			return &ReloadError{Message: msg}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("confirm nginx reload: %w", ctx.Err())
+		}
+		if time.Now().After(deadline) {
+			why := fmt.Sprintf("it served %q", got)
+			if cerr != nil {
+				why = cerr.Error()
+			}
+			return &ReloadError{Message: fmt.Sprintf("no worker served configuration %s within %v (%s)", id, timeout, why)}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// logLineAfter returns the message of the first line of file after offset
+// that contains marker ("" when none does).
+func logLineAfter(file string, offset int64, marker string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if i := strings.Index(l, marker); i >= 0 {
+			msg := l[i+len(marker):]
+			if j := strings.Index(msg, ": "); j >= 0 {
+				msg = msg[j+2:]
+			}
+			return msg
+		}
+	}
+	return ""
 }
 
 // Pid returns the running master's pid, 0 when none runs.

@@ -1,17 +1,63 @@
 package nginx
 
 import (
+	"crypto/sha256"
+	_ "embed" // the balancer's Lua source
+	"encoding/hex"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 )
+
+// luaSource is the Lua module kubette loads into nginx (see kubette.lua).
+//
+//go:embed kubette.lua
+var luaSource string
+
+// idPlaceholder stands for the configuration id while the configuration is
+// hashed; it is as long as an id.
+const idPlaceholder = "@@config-id@@@@@"
+
+// backendsDict is the lua_shared_dict holding the endpoints.
+const backendsDict = "kubette_backends"
+
+// backendsDictSize bounds the endpoints nginx can hold (about 40 bytes per
+// endpoint: 32 MiB is several hundred thousand).
+const backendsDictSize = "32m"
+
+// maxBackendsBody is the largest endpoint set the control socket takes; the
+// body is kept in memory (workers may not write the temp directories).
+const maxBackendsBody = "32m"
 
 // Render returns nginx.conf for c. It is a pure function of c.
 //
 // The master runs in the foreground (the Process owns it); logs, the pid file
 // and the temp directories live under c.Prefix. Every server and location
 // carries an "# owner" comment naming the Ingress it came from, so that a
-// line number in an `nginx -t` error can be traced back (see OwnerAt).
+// line number in an `nginx -t` error can be traced back (see OwnerAt). The
+// last server listens on ControlSocket(c.Prefix) and serves the
+// configuration's id (ConfigID: a hash of the rest of it) at /kubette/config,
+// so that a reload can be confirmed; with c.Lua it also takes the endpoints
+// at /kubette/backends.
 func Render(c Config) []byte {
+	conf := render(c)
+	sum := sha256.Sum256(conf)
+	return []byte(strings.ReplaceAll(string(conf), idPlaceholder, hex.EncodeToString(sum[:8])))
+}
+
+var configIDLine = regexp.MustCompile(`(?m)^\s*# config ([0-9a-f]{16})$`)
+
+// ConfigID returns the id of a rendered configuration ("" if it has none):
+// what its control server answers at /kubette/config.
+func ConfigID(conf []byte) string {
+	if m := configIDLine.FindSubmatch(conf); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+func render(c Config) []byte {
 	var b strings.Builder
 	w := func(indent int, format string, args ...any) {
 		b.WriteString(strings.Repeat("    ", indent))
@@ -23,6 +69,11 @@ func Render(c Config) []byte {
 		workers = "auto"
 	}
 	w(0, "# Written by kubette ingress; do not edit.")
+	if c.Lua != nil {
+		for _, m := range c.Lua.Modules {
+			w(0, "load_module %s;", m)
+		}
+	}
 	w(0, "daemon off;")
 	w(0, "worker_processes %s;", workers)
 	w(0, "pid %s/nginx.pid;", c.Prefix)
@@ -59,11 +110,38 @@ func Render(c Config) []byte {
 	w(1, "proxy_max_temp_file_size 0;")
 	w(1, "ssl_protocols TLSv1.2 TLSv1.3;")
 	w(1, "ssl_session_cache shared:SSL:10m;")
+	if c.Lua != nil {
+		w(0, "")
+		w(1, "# Endpoints: kept in %s, set through the control socket.", backendsDict)
+		w(1, "lua_shared_dict %s %s;", backendsDict, backendsDictSize)
+		w(1, "init_by_lua_block {")
+		w(2, "package.loaded.kubette = (function()")
+		for _, l := range strings.Split(strings.TrimRight(luaSource, "\n"), "\n") {
+			if l == "" {
+				b.WriteByte('\n')
+				continue
+			}
+			w(3, "%s", l)
+		}
+		w(2, "end)()")
+		w(2, "require(\"kubette\").load_file(%s)", strconv.Quote(BackendsFile(c.Prefix)))
+		w(1, "}")
+		w(1, "init_worker_by_lua_block {")
+		w(2, "math.randomseed(ngx.now() * 1000 + ngx.worker.pid())")
+		w(1, "}")
+	}
 	for _, u := range c.Upstreams {
 		w(0, "")
 		w(1, "upstream %s {", u.Name)
-		for _, s := range u.Servers {
-			w(2, "server %s max_fails=0;", s)
+		if c.Lua != nil {
+			w(2, "server 0.0.0.1 max_fails=0; # placeholder: balancer_by_lua picks the peer")
+			w(2, "balancer_by_lua_block {")
+			w(3, "require(\"kubette\").balance(\"%s\")", u.Name)
+			w(2, "}")
+		} else {
+			for _, s := range u.Servers {
+				w(2, "server %s max_fails=0;", s)
+			}
 		}
 		w(2, "keepalive 32;")
 		w(1, "}")
@@ -74,8 +152,46 @@ func Render(c Config) []byte {
 		w(0, "")
 		renderServer(w, c, s, false)
 	}
+	w(0, "")
+	renderControl(w, c)
 	w(0, "}")
 	return []byte(b.String())
+}
+
+// renderControl writes the control server: on a unix socket in a 0700
+// directory, so only root (the controller) reaches it.
+func renderControl(w func(int, string, ...any), c Config) {
+	w(1, "server {")
+	w(2, "# owner -")
+	w(2, "# control: the id of this configuration; with Lua, the endpoints")
+	w(2, "# config %s", idPlaceholder)
+	w(2, "listen unix:%s;", ControlSocket(c.Prefix))
+	w(2, "access_log off;")
+	w(0, "")
+	w(2, "location = /kubette/config {")
+	w(3, "return 200 \"%s\\n\";", idPlaceholder)
+	w(2, "}")
+	if c.Lua != nil {
+		w(0, "")
+		w(2, "location = /kubette/backends {")
+		w(3, "client_max_body_size %s;", maxBackendsBody)
+		w(3, "client_body_buffer_size %s;", maxBackendsBody)
+		w(3, "content_by_lua_block {")
+		w(4, "require(\"kubette\").serve_backends()")
+		w(3, "}")
+		w(2, "}")
+		w(0, "")
+		w(2, "location = /kubette/backend {")
+		w(3, "content_by_lua_block {")
+		w(4, "require(\"kubette\").serve_backend()")
+		w(3, "}")
+		w(2, "}")
+	}
+	w(0, "")
+	w(2, "location / {")
+	w(3, "return 404;")
+	w(2, "}")
+	w(1, "}")
 }
 
 func listen(c Config, port int) string {
@@ -169,6 +285,11 @@ func renderLocation(w func(int, string, ...any), c Config, l Location) {
 	}
 	for _, r := range l.Rewrites {
 		w(3, "rewrite \"%s\" \"%s\" break;", r.Regex, r.Replacement)
+	}
+	if c.Lua != nil {
+		w(3, "access_by_lua_block {")
+		w(4, "require(\"kubette\").access(\"%s\")", l.Upstream)
+		w(3, "}")
 	}
 	w(3, "proxy_pass http://%s;", l.Upstream)
 	w(2, "}")

@@ -22,7 +22,7 @@ import (
 func TestRenderLua(t *testing.T) {
 	c := Config{Prefix: "/p", HTTPPort: 80, HTTPSPort: 443,
 		Upstreams: []Upstream{{Name: "ns_a_80", Servers: []string{"10.1.0.1:8080", "10.1.0.2:8080"}}, {Name: "ns_b_80"}},
-		Servers: []Server{{Host: "a.example", Locations: []Location{{Match: MatchPrefix, Path: "/", Owner: "ns/a", Upstream: "ns_a_80"}}}}}
+		Servers:   []Server{{Host: "a.example", Locations: []Location{{Match: MatchPrefix, Path: "/", Owner: "ns/a", Upstream: "ns_a_80"}}}}}
 	plain := Render(c)
 	if !strings.Contains(string(plain), "server 10.1.0.1:8080 max_fails=0;") || strings.Contains(string(plain), "lua") {
 		t.Errorf("without Lua the endpoints are server lines and nothing is Lua:\n%s", plain)

@@ -22,13 +22,16 @@ import (
 	"github.com/kubette/kubette/internal/runtime/network"
 	"github.com/kubette/kubette/internal/runtime/oci"
 	"github.com/kubette/kubette/internal/runtime/runc"
+	"github.com/kubette/kubette/internal/runtime/streaming"
 )
 
 // The real packages satisfy the CRI server's consumer interfaces.
 var (
-	_ cri.Images     = (*image.Store)(nil)
-	_ cri.Containers = (*runc.Runtime)(nil)
-	_ cri.Network    = (*network.Manager)(nil)
+	_ cri.Images           = (*image.Store)(nil)
+	_ cri.Containers       = (*runc.Runtime)(nil)
+	_ cri.Network          = (*network.Manager)(nil)
+	_ cri.Streaming        = (*streaming.Server)(nil)
+	_ streaming.Containers = (*runc.Runtime)(nil)
 )
 
 // Config configures the runtime.
@@ -42,6 +45,9 @@ type Config struct {
 	// contract: the runtime package cannot know the binary's version); default: the main
 	// module's version from the build info.
 	Version string
+	// StreamAddr is where the streaming server (exec, attach, port-forward) listens; default
+	// streaming.DefaultAddr (loopback, a free port). The kubelet of this machine proxies to it.
+	StreamAddr string
 	// Logger logs what the runtime does (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -52,36 +58,50 @@ func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock
 // Run serves CRI on DATA_DIR/cri.sock until ctx ends. Containers keep running after it
 // returns; a later Run adopts them.
 func Run(ctx context.Context, cfg Config) error {
-	p, err := open(ctx, cfg)
+	p, err := open(ctx, cfg, true)
 	if err != nil {
 		return err
 	}
 	cfg = p.cfg
-	cfg.Logger.Info("CRI runtime serving", "socket", SocketPath(cfg.DataDir))
-	return cri.Serve(ctx, SocketPath(cfg.DataDir), p.srv)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	streamErr := make(chan error, 1)
+	go func() {
+		err := p.stream.Serve(ctx)
+		if err != nil {
+			cancel()
+		}
+		streamErr <- err
+	}()
+	cfg.Logger.Info("CRI runtime serving", "socket", SocketPath(cfg.DataDir), "streaming", p.stream.Addr().String())
+	err = cri.Serve(ctx, SocketPath(cfg.DataDir), p.srv)
+	cancel()
+	return errors.Join(err, <-streamErr)
 }
 
 // Down stops and removes every container and sandbox of DATA_DIR (unmounting their root
 // filesystems), then tears down the pod network (every sandbox network and the bridge), and
-// finally sweeps what no record names: containers left in runc's state and mounts below
-// DATA_DIR/runtime.
+// finally sweeps what no record names: containers left in runc's state, mounts below
+// DATA_DIR/runtime and the bridge's pod masquerade.
 func Down(ctx context.Context, cfg Config) error {
-	p, err := open(ctx, cfg)
+	p, err := open(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
-	return errors.Join(p.srv.Down(ctx), p.net.Cleanup(ctx), sweep(ctx, p.cfg.Runc, filepath.Join(p.cfg.DataDir, "runtime")))
+	return errors.Join(p.srv.Down(ctx), p.net.Cleanup(ctx), sweep(ctx, p.cfg.Runc, filepath.Join(p.cfg.DataDir, "runtime"), p.cfg.Bridge))
 }
 
 // parts are the opened pieces of the runtime.
 type parts struct {
-	cfg Config
-	srv *cri.Server
-	net *network.Manager
+	cfg    Config
+	srv    *cri.Server
+	net    *network.Manager
+	stream *streaming.Server // nil for Down
 }
 
-// open fills cfg's defaults and opens the stores and the CRI server.
-func open(ctx context.Context, cfg Config) (parts, error) {
+// open fills cfg's defaults and opens the stores and the CRI server, and with withStreaming
+// the streaming server (listening).
+func open(ctx context.Context, cfg Config, withStreaming bool) (parts, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = "/var/lib/kubette"
 	}
@@ -122,18 +142,36 @@ func open(ctx context.Context, cfg Config) (parts, error) {
 		return parts{}, fmt.Errorf("runtime: %w", err)
 	}
 	limits := hostLimits()
-	srv, err := cri.New(ctx, cri.Config{
+	var srv *cri.Server
+	var stream *streaming.Server
+	var streamCfg cri.Streaming // a nil *streaming.Server must stay a nil interface
+	if withStreaming {
+		stream, err = streaming.Listen(streaming.Config{
+			Addr: cfg.StreamAddr, Containers: rt, Logger: cfg.Logger,
+			// srv is set below, before the first request can arrive (it needs a URL from srv).
+			NetNS: func(id string) (string, error) { return srv.SandboxNetNS(id) },
+		})
+		if err != nil {
+			return parts{}, fmt.Errorf("runtime: %w", err)
+		}
+		streamCfg = stream
+	}
+	srv, err = cri.New(ctx, cri.Config{
 		Dir: dir, ImageDir: imageDir, Images: images, Containers: rt, Network: net,
 		Spec: func(in oci.Input) (*specs.Spec, error) {
 			in.MaxNOFILE, in.HostCapabilities = limits.nofile, limits.caps
 			return oci.Spec(in)
 		},
 		Version: cfg.Version, Runc: cfg.Runc, RuncRoot: runcRoot, Logger: cfg.Logger,
+		Streaming: streamCfg,
 	})
 	if err != nil {
+		if stream != nil {
+			_ = stream.Close()
+		}
 		return parts{}, err
 	}
-	return parts{cfg: cfg, srv: srv, net: net}, nil
+	return parts{cfg: cfg, srv: srv, net: net, stream: stream}, nil
 }
 
 // limits are what this process may hand to containers.

@@ -329,7 +329,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 }
 
 // checkNothingLeft fails t if a mount, runc container or network namespace of dataDir, or
-// the bridge, is left.
+// the bridge or its pod masquerade, is left.
 func checkNothingLeft(t *testing.T, dataDir, runcBin, bridge string) {
 	t.Helper()
 	mi, err := os.ReadFile("/proc/self/mountinfo")
@@ -349,6 +349,11 @@ func checkNothingLeft(t *testing.T, dataDir, runcBin, bridge string) {
 	}
 	if out, err := exec.Command("ip", "link", "show", bridge).CombinedOutput(); err == nil {
 		t.Errorf("bridge left: %s", out)
+	}
+	if out, err := exec.Command("iptables-save", "-t", "nat").CombinedOutput(); err != nil {
+		t.Errorf("iptables-save: %v: %s", err, out)
+	} else if strings.Contains(string(out), "KUBETTE-MASQ-"+bridge) {
+		t.Errorf("pod masquerade of %s left:\n%s", bridge, out)
 	}
 	ents, _ := os.ReadDir(filepath.Join(dataDir, "runtime", "netns"))
 	for _, e := range ents {

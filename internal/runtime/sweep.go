@@ -14,14 +14,20 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubette/kubette/internal/runtime/network"
 )
 
 // sweep removes what the records of a data dir no longer name, so that `kubette down` leaves
 // the machine clean even after a crash or a half-deleted data dir: every container still in
-// runc's state under the data dir is killed and deleted, and every mount below the data dir's
-// runtime directory (root filesystems, network namespaces) is unmounted, deepest first.
-func sweep(ctx context.Context, runcBin, dir string) error {
+// runc's state under the data dir is killed and deleted, every mount below the data dir's
+// runtime directory (root filesystems, network namespaces) is unmounted, deepest first, and
+// the pod masquerade of the bridge (its nat chain and jumps) is removed.
+func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 	var errs []error
+	if err := network.RemoveMasquerade(ctx, bridge); err != nil {
+		errs = append(errs, err)
+	}
 	runcRoot := filepath.Join(dir, "runc")
 	if ids, err := runcList(ctx, runcBin, runcRoot); err != nil {
 		errs = append(errs, err)

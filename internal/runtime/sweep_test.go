@@ -1,9 +1,14 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kubette/kubette/internal/testenv/needs"
 )
 
 func TestParseMountsUnder(t *testing.T) {
@@ -27,5 +32,48 @@ func TestParseMountsUnder(t *testing.T) {
 	slices.Sort(got[2:])
 	if !slices.Equal(got, want) {
 		t.Errorf("mounts = %q, want %q (deepest first, nothing outside the dir)", got, want)
+	}
+}
+
+func TestSweepRemovesThePodMasquerade(t *testing.T) {
+	needs.Root(t)
+	runcBin := needs.Binary(t, "runc", "runc")
+	needs.Binary(t, "iptables", "iptables")
+	const bridge = "ksweep9"
+	chain := "KUBETTE-MASQ-" + bridge
+	comment := "kubette: masquerade the pods of bridge " + bridge
+	ipt := func(args ...string) error {
+		out, err := exec.Command("iptables", append([]string{"-w", "-t", "nat"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("iptables %q: %w: %s", args, err, out)
+		}
+		return nil
+	}
+	jump := []string{"POSTROUTING", "-s", "10.89.77.0/24", "-m", "comment", "--comment", comment, "-j", chain}
+	t.Cleanup(func() { // whatever the test left
+		for ipt(append([]string{"-D"}, jump...)...) == nil {
+		}
+		_ = ipt("-F", chain)
+		_ = ipt("-X", chain)
+	})
+	// What a runtime whose data dir is gone left behind: the chain and its jump.
+	for _, args := range [][]string{
+		{"-N", chain},
+		{"-A", chain, "!", "-d", "224.0.0.0/4", "-m", "comment", "--comment", comment, "-j", "MASQUERADE"},
+		append([]string{"-A"}, jump...),
+	} {
+		if err := ipt(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sweep(context.Background(), runcBin, t.TempDir(), bridge); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	out, err := exec.Command("iptables-save", "-t", "nat").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables-save: %v: %s", err, out)
+	}
+	if strings.Contains(string(out), chain) {
+		t.Errorf("the masquerade of %s is left after sweep:\n%s", bridge, out)
 	}
 }

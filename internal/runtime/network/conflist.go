@@ -15,7 +15,9 @@ const networkName = "kubette"
 const cniVersion = "1.0.0"
 
 // conflist is the network configuration list kubette hands to libcni: a bridge with host-local
-// IPAM over the pod CIDR(s), then portmap for hostPorts. It exists so that generating the file and
+// IPAM over the pod CIDR(s), then portmap for hostPorts. The bridge plugin does not masquerade
+// (ipMasq): the manager's one chain for the pod CIDR does; conflists of earlier versions, kept in
+// sandbox records for their DEL, may still ask for it. It exists so that generating the file and
 // reading the pod CIDRs back after a restart use one shape.
 type conflist struct {
 	CNIVersion string   `json:"cniVersion"`
@@ -96,7 +98,7 @@ func buildConflist(bridge string, cidrs []netip.Prefix, ipamDir string) ([]byte,
 		CNIVersion: cniVersion,
 		Name:       networkName,
 		Plugins: []plugin{
-			{Type: "bridge", Bridge: bridge, IsGateway: true, HairpinMode: true, IPMasq: true, IPAM: &in},
+			{Type: "bridge", Bridge: bridge, IsGateway: true, HairpinMode: true, IPAM: &in},
 			{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}, SNAT: &snat},
 		},
 	}

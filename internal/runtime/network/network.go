@@ -1,8 +1,8 @@
 // Package network gives pod sandboxes of kubette's built-in runtime their network: a network
 // namespace bind-mounted under the runtime's netns directory, set up by the standard CNI plugins
 // (bridge with host-local IPAM over the node's pod CIDR, then portmap for hostPorts) driven through
-// libcni. Everything a later CNI DEL needs is kept on disk, so sandboxes can be torn down after the
-// process restarts.
+// libcni, and one masquerade chain for the whole pod CIDR (KUBETTE-MASQ-<bridge>). Everything a
+// later CNI DEL needs is kept on disk, so sandboxes can be torn down after the process restarts.
 package network
 
 import (
@@ -64,6 +64,9 @@ type Manager struct {
 	cni *libcni.CNIConfig
 
 	locks keyedMutex // one Setup/Teardown at a time per sandbox ID
+
+	masqMu  sync.Mutex // serialises ensureMasquerade
+	masqFor string     // the pod CIDRs the masquerade was last made for ("" = not yet by this process)
 
 	mu        sync.Mutex
 	cidrs     []netip.Prefix     // nil until SetPodCIDR (or a conflist from an earlier run)

@@ -79,6 +79,9 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (_ Result, err error) {
 			return Result{}, fmt.Errorf("set up network of sandbox %s: %w", pod.SandboxID, err)
 		}
 	}
+	if err := m.ensureMasquerade(ctx); err != nil {
+		return Result{}, fmt.Errorf("set up network of sandbox %s: %w", pod.SandboxID, err)
+	}
 	unlock := m.locks.lock(pod.SandboxID)
 	defer unlock()
 
@@ -127,6 +130,27 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (_ Result, err error) {
 		return Result{}, fmt.Errorf("set up network of sandbox %s: %w", pod.SandboxID, err)
 	}
 	return Result{NetNSPath: rec.NetNSPath, IPs: ips}, nil
+}
+
+// ensureMasquerade makes the pod masquerade for the current pod CIDR unless this manager did
+// so already: once per process and CIDR, not per sandbox.
+func (m *Manager) ensureMasquerade(ctx context.Context) error {
+	m.mu.Lock()
+	cidrs := m.cidrs
+	m.mu.Unlock()
+	if cidrs == nil {
+		return errors.New("no pod CIDR set yet")
+	}
+	m.masqMu.Lock()
+	defer m.masqMu.Unlock()
+	if m.masqFor == formatCIDRs(cidrs) {
+		return nil
+	}
+	if err := ensureMasquerade(ctx, m.cfg.Bridge, cidrs); err != nil {
+		return err
+	}
+	m.masqFor = formatCIDRs(cidrs)
+	return nil
 }
 
 // register claims the sandbox ID with the current conflist; from now on the sandbox counts as
@@ -232,8 +256,8 @@ func (m *Manager) Status(sandboxID string) (Result, error) {
 	return out, nil
 }
 
-// Cleanup tears down the network of every sandbox the manager knows and deletes the bridge; the
-// conflist and the pod CIDR stay. `kubette down` calls it.
+// Cleanup tears down the network of every sandbox the manager knows, deletes the bridge and the
+// pod masquerade; the conflist and the pod CIDR stay. `kubette down` calls it.
 func (m *Manager) Cleanup(ctx context.Context) error {
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.sandboxes))
@@ -246,6 +270,10 @@ func (m *Manager) Cleanup(ctx context.Context) error {
 		errs = append(errs, m.Teardown(ctx, id))
 	}
 	errs = append(errs, deleteBridge(m.cfg.Bridge))
+	m.masqMu.Lock()
+	errs = append(errs, RemoveMasquerade(ctx, m.cfg.Bridge))
+	m.masqFor = ""
+	m.masqMu.Unlock()
 	if errors.Join(errs...) == nil {
 		errs = append(errs, removeIdlePortmapChains(ctx))
 	}

@@ -41,15 +41,17 @@ type Config struct {
 }
 
 // Runtime drives the runc binary. Its only state of its own is the pids of the shims it started
-// (its children, reaped once they exit): everything else lives in runc's root and in the
-// container directories, so a new Runtime adopts the containers of an old one.
+// (its children, reaped once they exit) and the init processes of the containers it started
+// (so that State needs no `runc state` while they live): everything else lives in runc's root
+// and in the container directories, so a new Runtime adopts the containers of an old one.
 type Runtime struct {
 	binary string // absolute path
 	root   string
 	shim   []string
 
 	mu    sync.Mutex
-	shims map[int]struct{} // pids of started shims not yet reaped
+	shims map[int]struct{}    // pids of started shims not yet reaped
+	live  map[string]liveInit // container ID → the init Start started (see live.go)
 }
 
 // New checks that the runc binary exists and creates Root.
@@ -79,7 +81,7 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		shim = []string{exe, "shim"}
 	}
-	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}}, nil
+	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}, live: map[string]liveInit{}}, nil
 }
 
 // Status is a container's lifecycle state.
@@ -114,6 +116,7 @@ func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (er
 	if err != nil {
 		return fmt.Errorf("create container %s: %w", id, err)
 	}
+	r.forget(id)
 	dir := filepath.Dir(bundleDir)
 	for _, f := range []string{exitFile, startedFile, initPidFile, shimPidFile} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -218,6 +221,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		_ = os.Remove(marker)
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
+	r.noteStarted(id, bundle)
 	return nil
 }
 
@@ -281,6 +285,9 @@ func (r *Runtime) runcState(ctx context.Context, id string) (runcState, error) {
 // exit event.
 func (r *Runtime) State(ctx context.Context, id string) (State, error) {
 	r.reapShims()
+	if st, ok := r.liveState(id); ok {
+		return st, nil
+	}
 	rs, err := r.runcState(ctx, id)
 	if err != nil {
 		return State{}, fmt.Errorf("state of container %s: %w", id, err)
@@ -385,6 +392,7 @@ func (r *Runtime) ReopenLog(ctx context.Context, id string) error {
 // Deleting a container runc does not know is no error.
 func (r *Runtime) Delete(ctx context.Context, id string) error {
 	defer r.reapShims()
+	r.forget(id)
 	if _, err := r.run(ctx, "delete", "--force", id); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}

@@ -691,3 +691,72 @@ func TestBundleFromState(t *testing.T) {
 		t.Errorf("bundleOf = %q, %v; want %q", got, err, c.bundle)
 	}
 }
+
+// TestStateOfAStartedContainerRunsNoRunc checks that State answers from the init Start
+// started while it lives, and asks runc once it has exited or after a restart.
+func TestStateOfAStartedContainerRunsNoRunc(t *testing.T) {
+	f := newFixture(t)
+	realRunc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	wrapper := filepath.Join(dir, "runc")
+	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nexec " + realRunc + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(Config{Binary: wrapper, Root: f.root, Shim: f.rt.shim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rt = rt
+	stateCalls := func() int {
+		b, _ := os.ReadFile(calls)
+		n := 0
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(" "+l+" ", " state ") {
+				n++
+			}
+		}
+		return n
+	}
+	c := f.run(t, []string{"sleep", "1000"}, nil)
+	pid, err := readPid(filepath.Join(c.dir, initPidFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		st, err := rt.State(context.Background(), c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != StatusRunning || st.Pid != pid || st.StartedAt.IsZero() {
+			t.Fatalf("State = %+v, want running with pid %d and a start time", st, pid)
+		}
+	}
+	if n := stateCalls(); n != 0 {
+		t.Errorf("State of a live container ran `runc state` %d times", n)
+	}
+	// A new Runtime (after a restart) knows nothing and asks runc: the same answer.
+	rt2, err := New(Config{Binary: wrapper, Root: f.root, Shim: f.rt.shim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := rt.State(context.Background(), c.id)
+	if got, err := rt2.State(context.Background(), c.id); err != nil || got != want {
+		t.Errorf("State after a restart = %+v, %v; want %+v", got, err, want)
+	}
+	if stateCalls() == 0 {
+		t.Error("a restarted Runtime did not ask runc")
+	}
+	// Once the init is gone, State reports the exit as before.
+	if err := rt.Kill(context.Background(), c.id, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitStopped(t, c.id)
+	if st.ExitCode != 137 || !st.StartedAt.Equal(want.StartedAt) {
+		t.Errorf("State after SIGKILL = %+v, want exit code 137 and the start time %v", st, want.StartedAt)
+	}
+}

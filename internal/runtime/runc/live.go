@@ -1,0 +1,89 @@
+package runc
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// liveInit is the init process of a container this Runtime started: State answers from it,
+// without a `runc state` process, for as long as the process is alive.
+type liveInit struct {
+	pid       int
+	start     string // starttime of /proc/<pid>/stat, which tells a reused pid apart
+	bundle    string
+	startedAt time.Time
+}
+
+// noteStarted remembers the init of a container Start has just started: its pid from the pid
+// file runc create wrote beside the bundle, and the time of the started marker. Anything
+// unreadable leaves State to ask runc.
+func (r *Runtime) noteStarted(id, bundle string) {
+	dir := filepath.Dir(bundle)
+	pid, err := readPid(filepath.Join(dir, initPidFile))
+	if err != nil {
+		return
+	}
+	start, ok := procStartTime(pid)
+	if !ok {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(dir, startedFile))
+	if err != nil {
+		return
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.live[id] = liveInit{pid: pid, start: start, bundle: bundle, startedAt: at}
+	r.mu.Unlock()
+}
+
+// liveState is the state of a container whose init noteStarted remembered and which is still
+// that same live process: running, as `runc state` would say. Once the process is gone (or a
+// zombie), the entry is dropped and ok is false: State asks runc and the shim's exit.json.
+func (r *Runtime) liveState(id string) (st State, ok bool) {
+	r.mu.Lock()
+	li, found := r.live[id]
+	r.mu.Unlock()
+	if !found {
+		return State{}, false
+	}
+	if start, alive := procStartTime(li.pid); !alive || start != li.start {
+		r.forget(id)
+		return State{}, false
+	}
+	return State{Status: StatusRunning, Pid: li.pid, StartedAt: li.startedAt}, true
+}
+
+// forget drops what noteStarted remembered of a container.
+func (r *Runtime) forget(id string) {
+	r.mu.Lock()
+	delete(r.live, id)
+	r.mu.Unlock()
+}
+
+// procStartTime returns the start time (field 22 of /proc/<pid>/stat) of a live process that
+// is not a zombie.
+func procStartTime(pid int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", false
+	}
+	// The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), f[19] is field 22 (starttime).
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return "", false
+	}
+	return f[19], true
+}

@@ -48,6 +48,9 @@ type Config struct {
 	// Probes runs container probes. Nil: no probes run, and containers with a readiness
 	// probe never become ready.
 	Probes ProbeManager
+	// HTTPHooks sends the GET of httpGet lifecycle hooks (the prober's Manager). Nil: those
+	// hooks fail. Exec hooks go through Runtime's ExecSync, sleep hooks need nothing.
+	HTTPHooks HTTPHookRunner
 	// RootDir is DATA_DIR/kubelet (pods/<uid>/... below it).
 	RootDir string
 	// LogDir is DATA_DIR/logs/pods.

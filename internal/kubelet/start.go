@@ -81,6 +81,9 @@ func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod,
 		return fail(reasonCreateContainerError, fmt.Errorf("container log directory: %w", err))
 	}
 	cfg := containerConfig(pod, c, restartCount, imageRef, env, mounts, memCap)
+	if err := targetNamespace(pod, c, rt, cfg); err != nil {
+		return fail(reasonCreateContainerConfigError, err)
+	}
 	id, err := k.cfg.Runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		return fail(reasonCreateContainerError, errors.New(criMessage(err)))
@@ -90,6 +93,9 @@ func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod,
 		return fail(reasonRunContainerError, errors.New(criMessage(err)))
 	}
 	k.event(pod, fp, v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	if err := k.runPostStart(ctx, w, pod, c, id, sb.id, sb.podIPs); err != nil {
+		return err
+	}
 	delete(w.waiting, c.Name)
 	return nil
 }
@@ -128,6 +134,9 @@ func fieldPath(pod *v1.Pod, c *v1.Container) string {
 		if ic.Name == c.Name {
 			return "spec.initContainers{" + c.Name + "}"
 		}
+	}
+	if ephemeralContainer(pod, c.Name) != nil {
+		return "spec.ephemeralContainers{" + c.Name + "}"
 	}
 	return "spec.containers{" + c.Name + "}"
 }

@@ -117,6 +117,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, terminal 
 	for i := range pod.Spec.Containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, k.containerStatus(pod, rt, w, &pod.Spec.Containers[i], false, initDone))
 	}
+	st.EphemeralContainerStatuses = k.ephemeralStatuses(pod, rt, w)
 	all := append(append([]v1.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...)
 	phase := getPhase(pod, all, terminal)
 	if old.Phase == v1.PodSucceeded || old.Phase == v1.PodFailed {

@@ -45,6 +45,11 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 		// A terminal pod never runs again; make sure nothing of it does.
 		return false, k.stopPod(ctx, pod, rt, gracePeriod(pod))
 	}
+	if exceeded, left := k.activeDeadline(pod, w); exceeded {
+		return false, k.failPastDeadline(ctx, w, pod, rt)
+	} else if left > 0 {
+		k.triggerAfter(pod.UID, left)
+	}
 	syncErr := k.syncContainers(ctx, w, pod, rt)
 	if rt, err = readRuntime(ctx, k.cfg.Runtime, w.uid); err != nil {
 		return false, errors.Join(syncErr, err)
@@ -184,7 +189,8 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		}
 		return k.killContainers(ctx, pod, sidecars, gracePeriod(pod), "")
 	}
-	var errs []error
+	// Ephemeral containers may start before the init containers are done, as upstream.
+	errs := []error{k.startEphemeralContainers(ctx, w, pod, sb, rt)}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		inst := inSandbox(c.Name)

@@ -15,8 +15,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// killContainers stops running containers in parallel with the grace period, recording a
-// Killing event for each (msg, or "Stopping container <name>").
+// killContainers stops running containers in parallel with the grace period, each as
+// killContainer does (Killing event with msg, preStop hook, stop).
 func (k *Kubelet) killContainers(ctx context.Context, pod *v1.Pod, cs []*containerState, grace int64, msg string) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
@@ -24,24 +24,10 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *v1.Pod, cs []*contain
 		if !c.running() && c.status.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			continue
 		}
-		if pod != nil {
-			m := msg
-			if m == "" {
-				m = "Stopping container " + c.name()
-			}
-			spec := &v1.Container{Name: c.name()}
-			k.event(pod, fieldPath(pod, spec), v1.EventTypeNormal, "Killing", m)
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := k.cfg.Runtime.StopContainer(ctx, c.id(), grace); err != nil {
-				errs[i] = fmt.Errorf("stop container %s: %w", c.id(), err)
-				return
-			}
-			k.mu.Lock()
-			delete(k.liveness, c.id())
-			k.mu.Unlock()
+			errs[i] = k.killContainer(ctx, pod, c.id(), c.name(), c.sandboxID, grace, msg)
 		}()
 	}
 	wg.Wait()

@@ -123,6 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Images:     rt,
 		Volumes:    volumes,
 		Probes:     probes,
+		HTTPHooks:  probes,
 		RootDir:    filepath.Join(cfg.DataDir, "kubelet"),
 		LogDir:     filepath.Join(cfg.DataDir, "logs", "pods"),
 		Logger:     log,

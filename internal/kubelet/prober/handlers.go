@@ -145,69 +145,14 @@ func probeTCP(ctx context.Context, host string, port int, timeout time.Duration)
 // probeHTTP sends the probe's GET: 200–399 succeeds (a redirect to another host is not
 // followed and succeeds with a warning), anything else fails with the status code.
 func (m *Manager) probeHTTP(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP string, timeout time.Duration) result {
-	port, err := resolvePort(g.Port, c)
-	if err != nil {
-		return result{err: err}
-	}
-	host := g.Host
-	if host == "" {
-		host = podIP
-	}
-	if host == "" {
-		return result{err: errNoPodIP}
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	u, err := url.Parse(g.Path)
-	if err != nil {
-		u = &url.URL{Path: g.Path}
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := m.httpGetRequest(ctx, g, c, podIP, "probe")
 	if err != nil {
 		return result{err: err}
 	}
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
-	if _, ok := req.Header["User-Agent"]; !ok {
-		ua := "kube-probe"
-		if m.cfg.KubeVersion != "" {
-			ua += "/" + m.cfg.KubeVersion
-		}
-		req.Header.Set("User-Agent", ua)
-	}
-	if _, ok := req.Header["Accept"]; !ok {
-		req.Header.Set("Accept", "*/*")
-	}
-	transport := &http.Transport{
-		Proxy:             nil,
-		DisableKeepAlives: true,
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as upstream: probes do not verify the container's certificate
-	}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{
-		Transport: transport,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			if req.URL.Hostname() != via[0].URL.Hostname() {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		},
-	}
+	client, done := httpGetClient()
+	defer done()
 	res, err := client.Do(req)
 	if err != nil {
 		return result{output: err.Error()}
@@ -224,6 +169,80 @@ func (m *Manager) probeHTTP(ctx context.Context, g *v1.HTTPGetAction, c *v1.Cont
 		return result{success: true, output: string(body)}
 	}
 	return result{output: fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode)}
+}
+
+// httpGetRequest builds the GET of an httpGet action, a probe's or a lifecycle hook's: its
+// scheme, host (podIP when it names none), port (a number, a named port of the container or
+// a number written as a string), path and query, and headers, with User-Agent
+// kube-<agent>/<KubeVersion> and Accept */* unless the action sets them, as upstream.
+func (m *Manager) httpGetRequest(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, podIP, agent string) (*http.Request, error) {
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return nil, err
+	}
+	host := g.Host
+	if host == "" {
+		host = podIP
+	}
+	if host == "" {
+		return nil, errNoPodIP
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path}
+	}
+	u.Scheme = scheme
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range g.HTTPHeaders {
+		if strings.EqualFold(h.Name, "Host") {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		ua := "kube-" + agent
+		if m.cfg.KubeVersion != "" {
+			ua += "/" + m.cfg.KubeVersion
+		}
+		req.Header.Set("User-Agent", ua)
+	}
+	if _, ok := req.Header["Accept"]; !ok {
+		req.Header.Set("Accept", "*/*")
+	}
+	return req, nil
+}
+
+// httpGetClient returns the client probes and hooks send with — no proxy, no keep-alive,
+// certificates not verified, redirects followed on the same host only (at most
+// maxRedirects) — and the function that closes its connections.
+func httpGetClient() (*http.Client, func()) {
+	transport := &http.Transport{
+		Proxy:             nil,
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as upstream: probes and hooks do not verify the container's certificate
+	}
+	client := &http.Client{
+		Transport: transport,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			if req.URL.Hostname() != via[0].URL.Hostname() {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+	return client, transport.CloseIdleConnections
 }
 
 // probeGRPC asks the gRPC health service of host:port about service.

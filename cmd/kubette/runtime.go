@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubette/kubette/internal/cluster"
 	"github.com/kubette/kubette/internal/runtime"
+	"github.com/kubette/kubette/internal/runtime/streaming"
 )
 
 func newRuntime() *cobra.Command {
@@ -28,6 +29,7 @@ func newRuntime() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.Runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
 	cmd.Flags().StringSliceVar(&cfg.CNIPluginDirs, "cni-plugin-dirs", []string{"/usr/lib/cni", "/opt/cni/bin"}, "directories holding the CNI plugins")
 	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "kubette0", "name of the pods' bridge")
+	cmd.Flags().StringVar(&cfg.StreamAddr, "streaming-address", streaming.DefaultAddr, "where the streaming server (exec, attach, port-forward) listens; the kubelet of this machine proxies to it")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/runtime/runc"
 )
 
 // observed is a container's state as the server reports it.
@@ -211,6 +213,16 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	spec, err := s.cfg.Spec(in)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "failed to generate the OCI spec of container %q: %v", cfg.GetMetadata().GetName(), err)
+	}
+	if cfg.GetStdin() {
+		// The shim gives the container a stdin pipe that attach sessions write to.
+		if spec.Annotations == nil {
+			spec.Annotations = map[string]string{}
+		}
+		spec.Annotations[runc.AnnotationStdin] = "true"
+		if cfg.GetStdinOnce() {
+			spec.Annotations[runc.AnnotationStdinOnce] = "true"
+		}
 	}
 	bundle := filepath.Join(dir, "bundle")
 	if err := writeSpec(filepath.Join(bundle, "config.json"), spec); err != nil {
@@ -625,19 +637,85 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 	return &runtimeapi.ExecSyncResponse{Stdout: stdout, Stderr: stderr, ExitCode: int32(code)}, nil
 }
 
-// Exec is not supported yet: streaming needs the kubelet's streaming server.
-func (s *Server) Exec(context.Context, *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "kubette runtime: streaming exec is not implemented yet (use ExecSync)")
+// Exec prepares a streaming exec in a running container and returns the streaming server's
+// single-use URL for it, which the kubelet proxies the client's connection to.
+func (s *Server) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	if s.cfg.Streaming == nil {
+		return nil, status.Error(codes.Unimplemented, "kubette runtime: no streaming server: exec is not available")
+	}
+	if len(req.GetCmd()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "exec: empty command")
+	}
+	c, err := s.runningContainer(ctx, req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	r := proto.CloneOf(req)
+	r.ContainerId = c.meta.ID
+	return s.cfg.Streaming.GetExec(r)
 }
 
-// Attach is not supported yet.
-func (s *Server) Attach(context.Context, *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "kubette runtime: attach is not implemented yet")
+// Attach prepares a streaming attach to a running container's stdio and returns the streaming
+// server's single-use URL for it.
+func (s *Server) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	if s.cfg.Streaming == nil {
+		return nil, status.Error(codes.Unimplemented, "kubette runtime: no streaming server: attach is not available")
+	}
+	c, err := s.runningContainer(ctx, req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	r := proto.CloneOf(req)
+	r.ContainerId = c.meta.ID
+	return s.cfg.Streaming.GetAttach(r)
 }
 
-// PortForward is not supported yet.
-func (s *Server) PortForward(context.Context, *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "kubette runtime: port forwarding is not implemented yet")
+// PortForward prepares forwarding to ports of a ready sandbox's network namespace and returns
+// the streaming server's single-use URL for it.
+func (s *Server) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	if s.cfg.Streaming == nil {
+		return nil, status.Error(codes.Unimplemented, "kubette runtime: no streaming server: port forwarding is not available")
+	}
+	sb, err := s.findSandbox(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	id, ready := sb.meta.ID, sb.meta.Ready
+	s.mu.Unlock()
+	if !ready {
+		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %s is not ready", id)
+	}
+	r := proto.CloneOf(req)
+	r.PodSandboxId = id
+	return s.cfg.Streaming.GetPortForward(r)
+}
+
+// SandboxNetNS returns the network namespace path of a sandbox ("" for host network), for the
+// streaming server's port forwarding.
+func (s *Server) SandboxNetNS(id string) (string, error) {
+	sb, err := s.findSandbox(id)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !sb.meta.Ready {
+		return "", status.Errorf(codes.FailedPrecondition, "pod sandbox %s is not ready", sb.meta.ID)
+	}
+	return sb.meta.NetNSPath, nil
+}
+
+// runningContainer returns the container with this ID (or unique prefix) if it is running.
+func (s *Server) runningContainer(ctx context.Context, id string) (*container, error) {
+	c, err := s.findContainer(id)
+	if err != nil {
+		return nil, err
+	}
+	if o := s.refresh(ctx, c); o.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running (%s)", c.meta.ID, o.state)
+	}
+	return c, nil
 }
 
 // ReopenContainerLog makes the shim of a running container reopen its log file, after the

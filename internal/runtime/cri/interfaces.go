@@ -4,6 +4,8 @@ import (
 	"context"
 	"syscall"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Images is what the server needs of the image store (runtime/image.Store).
@@ -38,4 +40,12 @@ type Network interface {
 	Setup(ctx context.Context, pod Pod) (NetworkResult, error)
 	Teardown(ctx context.Context, sandboxID string) error
 	Status(sandboxID string) (NetworkResult, error)
+}
+
+// Streaming is the streaming server (runtime/streaming.Server): it checks a streaming request
+// and returns the single-use URL that serves it.
+type Streaming interface {
+	GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	GetAttach(*runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
 }

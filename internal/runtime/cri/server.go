@@ -35,6 +35,8 @@ type Config struct {
 	Images     Images
 	Containers Containers
 	Network    Network
+	// Streaming serves Exec, Attach and PortForward (nil: they answer Unimplemented).
+	Streaming Streaming
 	// Spec builds a container's OCI spec (runtime/oci.Spec).
 	Spec SpecFunc
 	// Version is the version of the binary, reported by Version.

@@ -22,6 +22,7 @@ import (
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/hostcheck"
 	"github.com/kubette/kubette/internal/runtime"
+	"github.com/kubette/kubette/internal/trace"
 )
 
 func main() {
@@ -58,7 +59,7 @@ func defaultDataDir() string {
 type controlPlaneFlags struct {
 	dataDir, bind, etcdServers, tokenFile, logLevel string
 	serviceIPRange, nodePortRange                   string
-	port                                            int
+	port, traceCapacity                             int
 	controllers                                     bool
 	node                                            nodeFlags
 }
@@ -116,6 +117,7 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&f.serviceIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "CIDR of Service cluster IPs (IPv4); the first address goes to the kubernetes Service")
 	cmd.Flags().StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports, FROM-TO inclusive")
+	cmd.Flags().IntVar(&f.traceCapacity, "trace-capacity", trace.DefaultCapacity, "trace records the API server keeps per resource for kubette trace and the /ui/ page; 0 turns tracing off")
 }
 
 func (f *controlPlaneFlags) config() (cluster.Config, error) {
@@ -127,7 +129,8 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		Config: controlplane.Config{
 			DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
 			ServiceClusterIPRange: f.serviceIPRange, ServiceNodePortRange: f.nodePortRange,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+			TraceCapacity: f.traceCapacity,
+			Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		},
 		ControllerManager: f.controllers,
 		Scheduler:         f.controllers,
@@ -135,6 +138,9 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	if f.controllers {
 		cfg.Node = f.node.config()
 		cfg.Ingress = f.node.ingressConfig()
+	}
+	if f.traceCapacity <= 0 {
+		cfg.TraceCapacity = -1 // off
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")

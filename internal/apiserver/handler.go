@@ -17,13 +17,16 @@ import (
 )
 
 // Handler returns the server's HTTP handler behind the filter chain: panic recovery,
-// authentication and authorization (when auth is non-nil), then routing.
+// authentication and authorization (when auth is non-nil), then routing (the /ui/ page
+// first, see withUI).
 func (s *Server) Handler(auth filters.Authenticator, authz filters.Authorizer) http.Handler {
-	var h http.Handler = http.HandlerFunc(s.route)
+	if auth == nil {
+		authz = nil
+	} else if authz == nil {
+		authz = filters.AuthenticatedAuthorizer{}
+	}
+	h := s.withUI(http.HandlerFunc(s.route), authz)
 	if auth != nil {
-		if authz == nil {
-			authz = filters.AuthenticatedAuthorizer{}
-		}
 		h = filters.WithAuthorization(h, authz)
 		h = filters.WithAuthentication(h, auth)
 	}

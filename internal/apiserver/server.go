@@ -56,7 +56,7 @@ type Config struct {
 	// stored Services (default 3m, as upstream's repair controllers).
 	ServiceRepairInterval time.Duration
 	// TraceCapacity is how many trace records each resource keeps for `kubette trace`
-	// (default 10000, or $KUBETTE_TRACE_CAPACITY); negative turns tracing off.
+	// and the /ui/ page (0: trace.DefaultCapacity); negative turns tracing off.
 	TraceCapacity int
 }
 
@@ -103,9 +103,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.svc, err = newServiceAllocators(cfg); err != nil {
 		return nil, err
 	}
-	if err := s.startTrace(); err != nil {
-		return nil, err
-	}
+	s.startTrace()
 	s.fields = newFieldManagers(ctx, s)
 	s.metrics = newMetrics()
 	if s.docs, err = newOpenAPIDocs(s.table); err != nil {

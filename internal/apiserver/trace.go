@@ -2,11 +2,8 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,11 +19,6 @@ import (
 	"github.com/kubette/kubette/internal/trace"
 )
 
-// EnvTraceCapacity, when Config.TraceCapacity is 0, sets the records kept per resource
-// ("0" or "off" turns tracing off), so that a server started by `kubette up` can be
-// measured with tracing on and off.
-const EnvTraceCapacity = "KUBETTE_TRACE_CAPACITY"
-
 // tracer records what the server does for `kubette trace`: every request with the
 // storage write it made, and every watch event sent to a watcher (see internal/trace).
 // Components' own decisions reach the trace as Events, which are API objects: their
@@ -38,33 +30,19 @@ type tracer struct {
 	resources map[*registry.Resource]string
 }
 
-// startTrace turns tracing on unless the configuration turns it off: it creates the
-// recorder and routes storage writes through a wrapper that notes them in the request.
-func (s *Server) startTrace() error {
-	capacity := s.cfg.TraceCapacity
-	if capacity == 0 {
-		if v := os.Getenv(EnvTraceCapacity); v != "" {
-			n, err := strconv.Atoi(v)
-			switch {
-			case v == "off" || (err == nil && n == 0):
-				capacity = -1
-			case err != nil:
-				return fmt.Errorf("%s=%q: want a number of records or off", EnvTraceCapacity, v)
-			default:
-				capacity = n
-			}
-		}
+// startTrace turns tracing on unless the configuration turns it off (a negative
+// TraceCapacity): it creates the recorder and routes storage writes through a wrapper
+// that notes them in the request.
+func (s *Server) startTrace() {
+	if s.cfg.TraceCapacity < 0 {
+		return
 	}
-	if capacity < 0 {
-		return nil
-	}
-	t := &tracer{rec: trace.New(trace.Config{Capacity: capacity, Now: s.cfg.Now}), resources: map[*registry.Resource]string{}}
+	t := &tracer{rec: trace.New(trace.Config{Capacity: s.cfg.TraceCapacity, Now: s.cfg.Now}), resources: map[*registry.Resource]string{}}
 	for _, r := range s.table.All() {
 		t.resources[r] = r.GroupResource().String()
 	}
 	s.tracer = t
 	s.cfg.Store = tracingStore{Store: s.cfg.Store}
-	return nil
 }
 
 // Tracer returns the server's trace recorder, nil when tracing is off.
@@ -85,10 +63,16 @@ func (t *tracer) resource(r *registry.Resource) string {
 // serveTrace answers GET /debug/trace (behind authentication, as /debug/pprof).
 func (s *Server) serveTrace(w http.ResponseWriter, req *http.Request) {
 	if s.tracer == nil {
-		s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusNotFound, "get", schemaGroupResource(), "", "tracing is off", 0, false))
+		s.writeError(w, req, errTraceOff())
 		return
 	}
 	s.tracer.rec.ServeHTTP(w, req)
+}
+
+// errTraceOff is the 404 of the trace endpoints when tracing is off.
+func errTraceOff() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: "tracing is off (the API server runs with --trace-capacity=0)"}}
 }
 
 // traceWrite is where the storage wrapper notes a request's write.
@@ -115,7 +99,7 @@ func (s *Server) traceBegin(req *http.Request, ri *requestInfo) (*http.Request, 
 
 // traceEnd records a finished request.
 func (s *Server) traceEnd(req *http.Request, ri *requestInfo, w *traceWrite, code int, start time.Time) {
-	if s.tracer == nil {
+	if s.tracer == nil || untraced(req.Context()) {
 		return
 	}
 	rec := trace.Record{

@@ -44,6 +44,12 @@ func (h headerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func traceServer(t *testing.T, capacity int) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
 	t.Helper()
+	return authzServer(t, capacity, nil)
+}
+
+// authzServer is traceServer with an authorizer (nil: every authenticated user may do anything).
+func authzServer(t *testing.T, capacity int, authz filters.Authorizer) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true})
@@ -65,7 +71,7 @@ func traceServer(t *testing.T, capacity int) (*httptest.Server, func(user, ua st
 	if err := srv.EnsureNamespaces(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler(userAuth{}, nil))
+	hs := httptest.NewServer(srv.Handler(userAuth{}, authz))
 	t.Cleanup(hs.Close)
 	return hs, func(user, ua string) kubernetes.Interface {
 		cfg := &rest.Config{Host: hs.URL, UserAgent: ua, QPS: -1,

@@ -67,6 +67,9 @@ type Config struct {
 	// ServiceRepairInterval is how often the Service IP and port allocations are rebuilt
 	// from the stored Services (default 3m; tests use a short one).
 	ServiceRepairInterval time.Duration
+	// TraceCapacity is how many trace records the API server keeps per resource for
+	// `kubette trace` and the /ui/ page (0: the default, 10000); negative turns tracing off.
+	TraceCapacity int
 }
 
 // kubernetesServiceInterval is how often the kubernetes Service and its endpoints are
@@ -176,6 +179,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 
 	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout,
 		ServiceClusterIPRange: serviceIPs, ServiceNodePortRange: nodePorts, ServiceRepairInterval: cfg.ServiceRepairInterval,
+		TraceCapacity:    cfg.TraceCapacity,
 		KubeletClientTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		sr.stop()

@@ -21,6 +21,10 @@ type ManagerOptions struct {
 	Config *rest.Config
 	// Controllers maps names to constructors (normally Registry()).
 	Controllers map[string]Constructor
+	// ClientNames maps a controller's name to the name its client adds to the
+	// User-Agent, as upstream's controller client builder does (default: the
+	// controller's name with "-controller").
+	ClientNames map[string]string
 	// Enabled lists the controllers to run; empty means all.
 	Enabled []string
 	// Workers is the number of workers per controller (default 5).
@@ -132,22 +136,40 @@ func enabled(all map[string]Constructor, want []string) ([]string, error) {
 }
 
 // runControllers builds every enabled controller on shared informers, starts them and
-// blocks until ctx is done.
+// blocks until ctx is done. The informers' client adds "shared-informers" to the
+// User-Agent and each controller gets a client (and an Event recorder) of its own that
+// adds its client name, as upstream's controller manager does: the API server's records
+// (kubette trace) tell the controllers apart.
 func runControllers(ctx context.Context, o ManagerOptions, names []string) error {
-	deps, starter, err := NewDeps(o.Config, "kube-controller-manager")
+	shared, starter, err := NewDeps(o.Config, "shared-informers")
 	if err != nil {
 		return err
 	}
-	deps.Logger = o.Logger
+	shared.Logger = o.Logger
+	starters := []*Starter{starter}
 	var runners []Runner
 	for _, n := range names {
-		r, err := o.Controllers[n](deps)
+		clientName := o.ClientNames[n]
+		if clientName == "" {
+			clientName = n + "-controller"
+		}
+		// Its own clients and Event broadcaster; its informer factories stay empty.
+		own, ownStarter, err := NewDeps(o.Config, clientName)
+		if err != nil {
+			return fmt.Errorf("clients of controller %s: %w", n, err)
+		}
+		d := shared
+		d.Client, d.Metadata, d.Recorder = own.Client, own.Metadata, own.Recorder
+		starters = append(starters, ownStarter)
+		r, err := o.Controllers[n](d)
 		if err != nil {
 			return fmt.Errorf("build controller %s: %w", n, err)
 		}
 		runners = append(runners, r)
 	}
-	starter.Start(ctx)
+	for _, s := range starters {
+		s.Start(ctx)
+	}
 	var wg sync.WaitGroup
 	for i, r := range runners {
 		wg.Add(1)

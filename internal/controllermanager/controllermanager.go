@@ -31,10 +31,29 @@ func Controllers() map[string]controller.Constructor {
 	}
 }
 
-// Run runs the controller manager with the registry's controllers.
+// Run runs the controller manager with the registry's controllers, each with its
+// upstream client name.
 func Run(ctx context.Context, o controller.ManagerOptions) error {
 	if o.Controllers == nil {
 		o.Controllers = Controllers()
 	}
+	if o.ClientNames == nil {
+		o.ClientNames = ClientNames()
+	}
 	return controller.RunManager(ctx, o)
+}
+
+// ClientNames maps each controller to the name upstream's kube-controller-manager gives
+// its client (the end of its User-Agent, or its service account): what the API server's
+// records and `kubette trace` know the controller by.
+func ClientNames() map[string]string {
+	return map[string]string{
+		replicaset.Name:       "replicaset-controller",
+		deployment.Name:       "deployment-controller",
+		garbagecollector.Name: "generic-garbage-collector",
+		endpoints.Name:        "endpoint-controller",
+		endpointslice.Name:    "endpointslice-controller",
+		namespace.Name:        "namespace-controller",
+		serviceaccount.Name:   "service-account-controller",
+	}
 }

@@ -8,51 +8,107 @@ const (
 	Etcd      = "etcd"
 )
 
-// writerByResource names the controller of kube-controller-manager that writes (or
-// watches, for deliveries) a resource in the flows the trace draws. All controllers
-// share one client and one User-Agent, so the resource is what tells them apart.
+// Component names the diagrams give the node and add-on components.
+const (
+	Scheduler         = "scheduler"
+	KubeProxy         = "kube-proxy"
+	IngressController = "ingress-controller"
+	DNS               = "dns"
+)
+
+// clientNames maps the names kube-controller-manager gives its controllers' clients
+// (the last element of their User-Agent, or the service account they run as) to the
+// component the diagrams show: the name its Events report, so that a controller's
+// requests and its Events share one participant.
+var clientNames = map[string]string{
+	"deployment-controller":      "deployment-controller",
+	"replicaset-controller":      "replicaset-controller",
+	"endpoint-controller":        "endpoint-controller",
+	"endpointslice-controller":   "endpointslice-controller",
+	"generic-garbage-collector":  "garbage-collector-controller",
+	"namespace-controller":       "namespace-controller",
+	"service-account-controller": "service-account-controller",
+}
+
+// writerByResource names the controller of kube-controller-manager that writes a
+// resource in the flows the trace draws, for requests whose client does not name its
+// controller (a controller manager that shares one client between its controllers).
 var writerByResource = map[string]string{
 	"deployments.apps":                "deployment-controller",
 	"replicasets.apps":                "deployment-controller",
 	"pods":                            "replicaset-controller",
 	"endpointslices.discovery.k8s.io": "endpointslice-controller",
-	"endpoints":                       "endpoints-controller",
-	"serviceaccounts":                 "serviceaccount-controller",
+	"endpoints":                       "endpoint-controller",
+	"serviceaccounts":                 "service-account-controller",
 	"namespaces":                      "namespace-controller",
 }
 
 // watcherByResource names the controller whose reaction to a watch event of the resource
 // the flows show: the ReplicaSet controller acts on a new ReplicaSet, the Deployment
-// controller on a Deployment.
+// controller on a Deployment. Watches go through informers shared by every controller
+// (User-Agent .../shared-informers, as upstream), so the resource is what tells them apart.
 var watcherByResource = map[string]string{
 	"deployments.apps":                "deployment-controller",
 	"replicasets.apps":                "replicaset-controller",
 	"pods":                            "replicaset-controller",
 	"endpointslices.discovery.k8s.io": "endpointslice-controller",
 	"services":                        "endpointslice-controller",
-	"serviceaccounts":                 "serviceaccount-controller",
+	"endpoints":                       "endpoint-controller",
+	"serviceaccounts":                 "service-account-controller",
 	"namespaces":                      "namespace-controller",
 }
 
+// userAgentComponents maps the last element of a User-Agent to the component, for
+// components that run with credentials that do not name them (an admin kubeconfig).
+var userAgentComponents = map[string]string{
+	"scheduler":         Scheduler,
+	"kube-scheduler":    Scheduler,
+	"kubette-scheduler": Scheduler,
+	"kube-proxy":        KubeProxy,
+	"ingress-nginx":     IngressController,
+	"kubette-ingress":   IngressController,
+	"dns":               DNS,
+	"kubette-dns":       DNS,
+}
+
 // Actor names the component behind a request or a watch: kubectl, deployment-controller,
-// scheduler, kubelet/node-1, ... from the authenticated user (certificate common name),
-// the User-Agent, the fieldManager and the resource. delivery says the record is a watch
-// event delivered to that watcher rather than a request it made.
+// scheduler, kubelet/node-1, ... from the authenticated user (certificate common name or
+// service account), the User-Agent, the fieldManager and the resource. delivery says the
+// record is a watch event delivered to that watcher rather than a request it made.
+//
+// Each controller of the controller manager has its own client whose User-Agent ends in
+// the controller's name, as upstream's (…kubernetes/<commit>/deployment-controller, or
+// …/system:serviceaccount:kube-system:deployment-controller with service-account
+// credentials); requests without one, and watches (shared informers), fall back to the
+// controller that writes or watches the resource.
 func Actor(user, userAgent, fieldManager, resource, subresource string, delivery bool) string {
 	product := userAgent
 	if i := strings.IndexByte(product, '/'); i >= 0 {
 		product = product[:i]
 	}
+	last := userAgent
+	if i := strings.LastIndexByte(last, '/'); i >= 0 {
+		last = last[i+1:]
+	}
+	if sa, ok := strings.CutPrefix(last, "system:serviceaccount:kube-system:"); ok {
+		last = sa
+	}
 	switch {
 	case strings.HasPrefix(user, "system:node:"):
 		return "kubelet/" + strings.TrimPrefix(user, "system:node:")
 	case user == "system:kube-scheduler":
-		return "scheduler"
-	case user == "system:kube-proxy":
-		return "proxy"
-	case user == "system:kube-controller-manager" || strings.HasSuffix(userAgent, "/kube-controller-manager"):
-		if i := strings.LastIndexByte(userAgent, '/'); i >= 0 && strings.HasSuffix(userAgent, "-controller") {
-			return userAgent[i+1:]
+		return Scheduler
+	case user == "system:kube-proxy" || user == "system:serviceaccount:kube-system:kube-proxy":
+		return KubeProxy
+	case user == "system:kubette-ingress-controller":
+		return IngressController
+	case user == "system:kubette-dns":
+		return DNS
+	case strings.HasPrefix(user, "system:serviceaccount:kube-system:") && clientNames[strings.TrimPrefix(user, "system:serviceaccount:kube-system:")] != "":
+		return clientNames[strings.TrimPrefix(user, "system:serviceaccount:kube-system:")]
+	case user == "system:kube-controller-manager" || clientNames[last] != "" || last == "kube-controller-manager" || last == "shared-informers":
+		if c := clientNames[last]; c != "" {
+			return c
 		}
 		if strings.HasSuffix(fieldManager, "-controller") {
 			return fieldManager
@@ -68,6 +124,8 @@ func Actor(user, userAgent, fieldManager, resource, subresource string, delivery
 			return c
 		}
 		return "controller-manager"
+	case userAgentComponents[last] != "":
+		return userAgentComponents[last]
 	case strings.HasPrefix(user, "system:serviceaccount:"):
 		return strings.TrimPrefix(user, "system:serviceaccount:")
 	case strings.HasPrefix(product, "kubectl"):
@@ -91,7 +149,11 @@ func EventActor(component, host string) string {
 			return "kubelet/" + host
 		}
 	case "default-scheduler", "kube-scheduler", "kubette-scheduler":
-		return "scheduler"
+		return Scheduler
+	case "endpoint-slice-controller":
+		return "endpointslice-controller" // upstream's Event source; its client is endpointslice-controller
+	case "kubette-ingress", "ingress-nginx", "nginx-ingress-controller":
+		return IngressController
 	}
 	if component == "" {
 		return "unknown"

@@ -11,20 +11,31 @@
 //     come from the cluster (pod) CIDR, ClientIP affinity via -m recent, then
 //     one rule per endpoint with -m statistic --mode random --probability 1/(n-i).
 //   - nat KUBE-SEP-<hash>: hairpin masquerade (endpoint → itself) and the DNAT.
-//   - nat KUBE-NODEPORTS / KUBE-EXT-<hash>: NodePorts, always masqueraded
-//     (externalTrafficPolicy Cluster).
+//   - nat KUBE-SVL-<hash>: like KUBE-SVC but only this node's endpoints, for
+//     internalTrafficPolicy Local (ClusterIP traffic) and externalTrafficPolicy
+//     Local (NodePort and load-balancer traffic).
+//   - nat KUBE-NODEPORTS / KUBE-EXT-<hash>: NodePorts and load-balancer
+//     ingress IPs. externalTrafficPolicy Cluster masquerades and goes to
+//     KUBE-SVC; Local keeps the client's source address and goes to KUBE-SVL,
+//     except for traffic from pods and from the node itself, which is
+//     short-circuited to KUBE-SVC (masqueraded when from the node) as upstream.
 //   - nat KUBE-MARK-MASQ / KUBE-POSTROUTING: mark, then MASQUERADE marked packets.
-//   - filter KUBE-SERVICES / KUBE-EXTERNAL-SERVICES: a REJECT per ClusterIP:port
-//     and NodePort without usable endpoints, so clients get "connection refused".
+//   - filter KUBE-SERVICES / KUBE-EXTERNAL-SERVICES: a REJECT per ClusterIP:port,
+//     NodePort and load-balancer IP:port without usable endpoints, so clients
+//     get "connection refused"; a DROP ("has no local endpoints") where a Local
+//     policy finds no endpoint on this node but others exist.
+//   - filter KUBE-NODEPORTS: ACCEPT for each healthCheckNodePort.
 //   - filter KUBE-FORWARD: accept masquerade-marked and established forwarded
 //     traffic, after the guard.
-//   - filter KUBE-SERVICE-CIDR-GUARD (kubette's own): rejects packets to the
-//     service CIDR that were not DNATed and, with RejectUnroutedPodCIDR, packets
+//   - filter KUBE-SERVICE-CIDR-GUARD (kubette's own, first in OUTPUT and
+//     FORWARD): drops ClusterIP traffic a Local policy has no endpoint for (a
+//     copy of the KUBE-SERVICES DROP, which the guard would otherwise
+//     preempt), rejects packets to the service CIDR that were not DNATed and, with RejectUnroutedPodCIDR, packets
 //     to cluster-CIDR addresses outside the locally routed pod CIDRs: on this
 //     network such packets must never leave the machine.
 //
-// Only IPv4 is rendered; Services with ExternalTrafficPolicy or
-// InternalTrafficPolicy Local are rendered as Cluster (not supported yet).
+// Only IPv4 is rendered; spec.externalIPs, loadBalancerSourceRanges (the
+// KUBE-FW chains) and topology-aware routing are not rendered.
 package iptables
 
 import (
@@ -48,6 +59,20 @@ type Service struct {
 	// AffinityTimeoutSeconds > 0 means sessionAffinity ClientIP with that
 	// timeout; 0 means no affinity.
 	AffinityTimeoutSeconds int32
+	// InternalLocal is internalTrafficPolicy Local: ClusterIP traffic goes
+	// only to endpoints on this node (Options.NodeName).
+	InternalLocal bool
+	// ExternalLocal is externalTrafficPolicy Local: NodePort and
+	// load-balancer traffic from outside goes only to endpoints on this node,
+	// with the client's source address kept.
+	ExternalLocal bool
+	// LoadBalancerIPs are the IPv4 addresses of status.loadBalancer.ingress
+	// (not those of ipMode Proxy); traffic to them on a service port is
+	// served like NodePort traffic.
+	LoadBalancerIPs []netip.Addr
+	// HealthCheckNodePort is spec.healthCheckNodePort (0: none): the filter
+	// table accepts TCP to it, where the proxy's health check server answers.
+	HealthCheckNodePort int32
 }
 
 // Port is one port of a Service and the endpoints that serve it.
@@ -81,6 +106,9 @@ type Options struct {
 	// NodeIPs are the addresses NodePorts answer on; empty means every local
 	// address except 127.0.0.0/8 (-m addrtype --dst-type LOCAL).
 	NodeIPs []netip.Addr
+	// NodeName is this node's name: endpoints whose nodeName it is are the
+	// local ones of the Local traffic policies.
+	NodeName string
 	// MasqueradeMark is the fwmark bit of KUBE-MARK-MASQ; 0 means 0x4000.
 	MasqueradeMark uint32
 	// RejectUnroutedPodCIDR makes the guard reject packets to ClusterCIDR

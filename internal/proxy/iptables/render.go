@@ -26,6 +26,7 @@ const (
 // Prefixes of the per-service-port and per-endpoint chains.
 const (
 	PrefixSVC = "KUBE-SVC-"
+	PrefixSVL = "KUBE-SVL-"
 	PrefixSEP = "KUBE-SEP-"
 	PrefixEXT = "KUBE-EXT-"
 )
@@ -81,6 +82,12 @@ func SVCChain(spn, protocol string) string {
 	return PrefixSVC + portProtoHash(spn+strings.ToLower(protocol))
 }
 
+// SVLChain is the KUBE-SVL chain name (Local traffic policy) of a service
+// port.
+func SVLChain(spn, protocol string) string {
+	return PrefixSVL + portProtoHash(spn+strings.ToLower(protocol))
+}
+
 // EXTChain is the KUBE-EXT chain name of a service port.
 func EXTChain(spn, protocol string) string {
 	return PrefixEXT + portProtoHash(spn+strings.ToLower(protocol))
@@ -98,7 +105,7 @@ func SEPChain(spn, protocol, endpoint string) string {
 func UsableEndpoints(eps []Endpoint) []Endpoint {
 	var ready, terminating []Endpoint
 	for _, e := range eps {
-		if !e.IP.Is4() || e.Port <= 0 {
+		if !usable(e) {
 			continue
 		}
 		switch {
@@ -112,6 +119,37 @@ func UsableEndpoints(eps []Endpoint) []Endpoint {
 	if len(out) == 0 {
 		out = terminating
 	}
+	return sortEndpoints(out)
+}
+
+// LocalEndpoints returns the endpoints a Local-policy service port sends
+// traffic to on node: its ready endpoints there, or, when none is ready, its
+// serving ones that are terminating there (as upstream); sorted, without
+// duplicates.
+func LocalEndpoints(eps []Endpoint, node string) []Endpoint {
+	var local []Endpoint
+	for _, e := range eps {
+		if e.NodeName == node && node != "" {
+			local = append(local, e)
+		}
+	}
+	return UsableEndpoints(local)
+}
+
+// hasAnyEndpoints reports whether some endpoint anywhere is ready, or serving
+// and terminating.
+func hasAnyEndpoints(eps []Endpoint) bool {
+	for _, e := range eps {
+		if usable(e) && (e.Ready || (e.Serving && e.Terminating)) {
+			return true
+		}
+	}
+	return false
+}
+
+func usable(e Endpoint) bool { return e.IP.Is4() && e.Port > 0 }
+
+func sortEndpoints(out []Endpoint) []Endpoint {
 	slices.SortFunc(out, func(a, b Endpoint) int {
 		if c := a.IP.Compare(b.IP); c != 0 {
 			return c
@@ -160,6 +198,7 @@ type svcOut struct {
 	in                              Service
 	natServices, natNodePorts       []string
 	filterServices, filterExternals []string
+	filterNodePorts, guardDrops     []string
 	chains                          []Chain
 }
 
@@ -198,12 +237,14 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 	r.cache = next
 
 	natServices := make([]string, 0, nServices+len(nodeDst))
-	var natNodePorts, filterServices, filterExternals []string
+	var natNodePorts, filterServices, filterExternals, filterNodePorts, guardDrops []string
 	for _, out := range outs {
+		guardDrops = append(guardDrops, out.guardDrops...)
 		natServices = append(natServices, out.natServices...)
 		natNodePorts = append(natNodePorts, out.natNodePorts...)
 		filterServices = append(filterServices, out.filterServices...)
 		filterExternals = append(filterExternals, out.filterExternals...)
+		filterNodePorts = append(filterNodePorts, out.filterNodePorts...)
 	}
 	for _, d := range nodeDst {
 		natServices = append(natServices, comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain")+" "+d+" -j "+ChainNodePorts)
@@ -222,9 +263,16 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 	for _, out := range outs {
 		nat = append(nat, out.chains...)
 	}
+	// The guard comes first in filter OUTPUT and FORWARD: the DROP of
+	// ClusterIP traffic that a Local policy has no endpoint for goes in it
+	// too, before its REJECTs, so that such traffic is dropped as upstream.
+	guard := Guard(o)
+	if len(guardDrops) > 0 {
+		guard.Rules = append(guardDrops, guard.Rules...)
+	}
 	return &Ruleset{
 		Filter: []Chain{
-			{Name: ChainNodePorts},
+			{Name: ChainNodePorts, Rules: filterNodePorts},
 			{Name: ChainServices, Rules: filterServices},
 			{Name: ChainExternalServices, Rules: filterExternals},
 			{Name: ChainForward, Rules: []string{
@@ -233,7 +281,7 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 				comment("kubernetes forwarding rules") + " -m mark --mark " + mark + "/" + mark + " -j ACCEPT",
 				comment("kubernetes forwarding conntrack rule") + " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
 			}},
-			Guard(o),
+			guard,
 		},
 		NAT:      nat,
 		services: outs,
@@ -244,11 +292,13 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 // routed pod CIDRs only shape the guard).
 func sameServiceOptions(a, b Options) bool {
 	return a.ServiceCIDR == b.ServiceCIDR && a.ClusterCIDR == b.ClusterCIDR && a.mark() == b.mark() &&
-		slices.Equal(a.NodeIPs, b.NodeIPs)
+		a.NodeName == b.NodeName && slices.Equal(a.NodeIPs, b.NodeIPs)
 }
 
 func equalService(a, b *Service) bool {
 	if a.Namespace != b.Namespace || a.Name != b.Name || a.AffinityTimeoutSeconds != b.AffinityTimeoutSeconds ||
+		a.InternalLocal != b.InternalLocal || a.ExternalLocal != b.ExternalLocal || a.HealthCheckNodePort != b.HealthCheckNodePort ||
+		!slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) ||
 		!slices.Equal(a.ClusterIPs, b.ClusterIPs) || len(a.Ports) != len(b.Ports) {
 		return false
 	}
@@ -266,6 +316,7 @@ func equalService(a, b *Service) bool {
 func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	out := &svcOut{in: *in}
 	out.in.ClusterIPs = slices.Clone(in.ClusterIPs)
+	out.in.LoadBalancerIPs = slices.Clone(in.LoadBalancerIPs)
 	out.in.Ports = slices.Clone(in.Ports)
 	for i := range out.in.Ports {
 		out.in.Ports[i].Endpoints = slices.Clone(in.Ports[i].Endpoints)
@@ -284,80 +335,185 @@ func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	slices.SortStableFunc(ports, func(a, b Port) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 	})
+	var lbIPs []netip.Addr
+	for _, ip := range s.LoadBalancerIPs {
+		if ip.Is4() {
+			lbIPs = append(lbIPs, ip)
+		}
+	}
 	for _, p := range ports {
-		proto := strings.ToLower(p.Protocol)
-		if proto == "" {
-			proto = "tcp"
+		renderPort(out, s, p, cips, lbIPs, o, nodeDst)
+	}
+	return out
+}
+
+// renderPort renders one service port into out, with upstream's traffic
+// policy logic: which endpoints Cluster and Local policy use, which chains
+// exist, and what happens to traffic no endpoint can take.
+func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Options, nodeDst []string) {
+	proto := strings.ToLower(p.Protocol)
+	if proto == "" {
+		proto = "tcp"
+	}
+	spn := ServicePortName(s.Namespace, s.Name, p.Name)
+	pm := protoMatch(proto)
+	dport := strconv.Itoa(int(p.Port))
+	nodePort := strconv.Itoa(int(p.NodePort))
+
+	external := p.NodePort > 0 || len(lbIPs) > 0
+	externalLocal := s.ExternalLocal && external
+	usesCluster := !s.InternalLocal || external
+	usesLocal := s.InternalLocal || externalLocal
+	var clusterEps, localEps []Endpoint
+	if usesCluster {
+		clusterEps = UsableEndpoints(p.Endpoints)
+	}
+	if usesLocal {
+		localEps = LocalEndpoints(p.Endpoints, o.NodeName)
+	}
+	hasEndpoints := len(clusterEps) > 0 || (usesLocal && hasAnyEndpoints(p.Endpoints))
+
+	svcChain, svlChain, extChain := SVCChain(spn, proto), SVLChain(spn, proto), EXTChain(spn, proto)
+	internalChain, hasInternal := svcChain, hasEndpoints
+	if s.InternalLocal {
+		internalChain, hasInternal = svlChain, len(localEps) > 0
+	}
+	externalPolicyChain, hasExternal := svcChain, hasEndpoints
+	if externalLocal {
+		externalPolicyChain, hasExternal = svlChain, len(localEps) > 0
+	}
+	usesExt := hasEndpoints && external
+
+	// What the filter table does with traffic no endpoint takes: REJECT when
+	// there is none at all, DROP when a Local policy finds none on this node.
+	verdict := func(match string) string {
+		if !hasEndpoints {
+			return comment(spn+" has no endpoints") + " " + match + " -j REJECT"
 		}
-		spn := ServicePortName(s.Namespace, s.Name, p.Name)
-		eps := UsableEndpoints(p.Endpoints)
-		pm := protoMatch(proto)
-		dport := strconv.Itoa(int(p.Port))
-		if len(eps) == 0 {
-			for _, ip := range cips {
-				out.filterServices = append(out.filterServices, comment(spn+" has no endpoints")+" "+pm+" -d "+ip.String()+" --dport "+dport+" -j REJECT")
+		return comment(spn+" has no local endpoints") + " " + match + " -j DROP"
+	}
+
+	// Entry rules: ClusterIPs, load-balancer IPs, NodePorts.
+	for _, ip := range cips {
+		match := pm + " -d " + ip.String() + " --dport " + dport
+		switch {
+		case hasInternal:
+			out.natServices = append(out.natServices, comment(spn+" cluster IP")+" "+match+" -j "+internalChain)
+		case hasEndpoints:
+			out.filterServices = append(out.filterServices, verdict(match))
+			out.guardDrops = append(out.guardDrops, verdict(match))
+		default:
+			out.filterServices = append(out.filterServices, verdict(match))
+		}
+	}
+	for _, ip := range lbIPs {
+		match := pm + " -d " + ip.String() + " --dport " + dport
+		if hasEndpoints {
+			out.natServices = append(out.natServices, comment(spn+" loadbalancer IP")+" "+match+" -j "+extChain)
+		}
+		if !hasExternal {
+			out.filterExternals = append(out.filterExternals, verdict(match))
+		}
+	}
+	if p.NodePort > 0 {
+		if hasEndpoints {
+			out.natNodePorts = append(out.natNodePorts, comment(spn)+" "+pm+" --dport "+nodePort+" -j "+extChain)
+		}
+		if !hasExternal {
+			for _, d := range nodeDst {
+				out.filterExternals = append(out.filterExternals, verdict(d+" "+pm+" --dport "+nodePort))
 			}
-			if p.NodePort > 0 {
-				for _, d := range nodeDst {
-					out.filterExternals = append(out.filterExternals, comment(spn+" has no endpoints")+" "+d+" "+pm+" --dport "+strconv.Itoa(int(p.NodePort))+" -j REJECT")
-				}
-			}
-			continue
 		}
-		svcChain := SVCChain(spn, proto)
-		for _, ip := range cips {
-			out.natServices = append(out.natServices, comment(spn+" cluster IP")+" "+pm+" -d "+ip.String()+" --dport "+dport+" -j "+svcChain)
-		}
-		svc := Chain{Name: svcChain}
+	}
+	if s.HealthCheckNodePort > 0 {
+		out.filterNodePorts = append(out.filterNodePorts, comment(spn+" health check node port")+" -m tcp -p tcp --dport "+
+			strconv.Itoa(int(s.HealthCheckNodePort))+" -j ACCEPT")
+	}
+	if !hasEndpoints {
+		return
+	}
+
+	// Masquerade for ClusterIP traffic from outside the pod network, in the
+	// chain ClusterIP traffic goes to.
+	var internalMasq []string
+	if hasInternal {
 		for _, ip := range cips {
 			r := comment(spn+" cluster IP") + " " + pm + " -d " + ip.String() + " --dport " + dport
 			if o.ClusterCIDR.IsValid() {
 				r += " ! -s " + o.ClusterCIDR.String()
 			}
-			svc.Rules = append(svc.Rules, r+" -j "+ChainMarkMasq)
+			internalMasq = append(internalMasq, r+" -j "+ChainMarkMasq)
 		}
-		seps := make([]Chain, 0, len(eps))
+	}
+	if len(clusterEps) > 0 {
+		c := Chain{Name: svcChain}
+		if internalChain == svcChain {
+			c.Rules = append(c.Rules, internalMasq...)
+		}
+		c.Rules = endpointRules(c.Rules, spn, proto, s.AffinityTimeoutSeconds, clusterEps)
+		out.chains = append(out.chains, c)
+	}
+	if len(localEps) > 0 {
+		c := Chain{Name: svlChain}
+		if internalChain == svlChain {
+			c.Rules = append(c.Rules, internalMasq...)
+		}
+		c.Rules = endpointRules(c.Rules, spn, proto, s.AffinityTimeoutSeconds, localEps)
+		out.chains = append(out.chains, c)
+	}
+	if usesExt {
+		ext := Chain{Name: extChain}
+		if !externalLocal {
+			ext.Rules = append(ext.Rules, comment("masquerade traffic for "+spn+" external destinations")+" -j "+ChainMarkMasq)
+		} else {
+			if o.ClusterCIDR.IsValid() {
+				ext.Rules = append(ext.Rules, comment("pod traffic for "+spn+" external destinations")+" -s "+o.ClusterCIDR.String()+" -j "+svcChain)
+			}
+			ext.Rules = append(ext.Rules,
+				comment("masquerade LOCAL traffic for "+spn+" external destinations")+" -m addrtype --src-type LOCAL -j "+ChainMarkMasq,
+				comment("route LOCAL traffic for "+spn+" external destinations")+" -m addrtype --src-type LOCAL -j "+svcChain)
+		}
+		if hasExternal {
+			ext.Rules = append(ext.Rules, "-j "+externalPolicyChain)
+		}
+		out.chains = append(out.chains, ext)
+	}
+	// One KUBE-SEP chain per endpoint either policy can reach.
+	for _, e := range sortEndpoints(slices.Concat(clusterEps, localEps)) {
+		ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
+		name := SEPChain(spn, proto, ep)
+		dnat := comment(spn)
+		if s.AffinityTimeoutSeconds > 0 {
+			dnat += " -m recent --name " + name + " --set"
+		}
+		out.chains = append(out.chains, Chain{Name: name, Rules: []string{
+			comment(spn) + " -s " + e.IP.String() + " -j " + ChainMarkMasq,
+			dnat + " " + pm + " -j DNAT --to-destination " + ep,
+		}})
+	}
+}
+
+// endpointRules appends to rules a policy chain's jumps to its endpoints:
+// the ClientIP affinity checks, then the random choice.
+func endpointRules(rules []string, spn, proto string, affinity int32, eps []Endpoint) []string {
+	if affinity > 0 {
+		secs := strconv.Itoa(int(affinity))
 		for _, e := range eps {
 			ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
-			seps = append(seps, Chain{Name: SEPChain(spn, proto, ep), Rules: []string{
-				comment(spn) + " -s " + e.IP.String() + " -j " + ChainMarkMasq,
-				"", // DNAT, below
-			}})
-			last := &seps[len(seps)-1]
-			dnat := comment(spn)
-			if s.AffinityTimeoutSeconds > 0 {
-				dnat += " -m recent --name " + last.Name + " --set"
-			}
-			last.Rules[1] = dnat + " " + pm + " -j DNAT --to-destination " + ep
+			sep := SEPChain(spn, proto, ep)
+			rules = append(rules, comment(spn+" -> "+ep)+" -m recent --name "+sep+" --rcheck --seconds "+secs+" --reap -j "+sep)
 		}
-		if s.AffinityTimeoutSeconds > 0 {
-			secs := strconv.Itoa(int(s.AffinityTimeoutSeconds))
-			for i, e := range eps {
-				ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
-				svc.Rules = append(svc.Rules, comment(spn+" -> "+ep)+" -m recent --name "+seps[i].Name+" --rcheck --seconds "+secs+" --reap -j "+seps[i].Name)
-			}
-		}
-		n := len(eps)
-		for i, e := range eps {
-			ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
-			r := comment(spn + " -> " + ep)
-			if i < n-1 {
-				r += fmt.Sprintf(" -m statistic --mode random --probability %0.10f", 1.0/float64(n-i))
-			}
-			svc.Rules = append(svc.Rules, r+" -j "+seps[i].Name)
-		}
-		out.chains = append(out.chains, svc)
-		if p.NodePort > 0 {
-			ext := Chain{Name: EXTChain(spn, proto), Rules: []string{
-				comment("masquerade traffic for "+spn+" external destinations") + " -j " + ChainMarkMasq,
-				"-j " + svcChain,
-			}}
-			out.natNodePorts = append(out.natNodePorts, comment(spn)+" "+pm+" --dport "+strconv.Itoa(int(p.NodePort))+" -j "+ext.Name)
-			out.chains = append(out.chains, ext)
-		}
-		out.chains = append(out.chains, seps...)
 	}
-	return out
+	n := len(eps)
+	for i, e := range eps {
+		ep := netip.AddrPortFrom(e.IP, uint16(e.Port)).String()
+		r := comment(spn + " -> " + ep)
+		if i < n-1 {
+			r += fmt.Sprintf(" -m statistic --mode random --probability %0.10f", 1.0/float64(n-i))
+		}
+		rules = append(rules, r+" -j "+SEPChain(spn, proto, ep))
+	}
+	return rules
 }
 
 // nodePortDestinations are the destination matches of NodePort rules.

@@ -19,6 +19,7 @@ var testOptions = Options{
 	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
 	ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
 	NodeIPs:     []netip.Addr{netip.MustParseAddr("192.168.1.10")},
+	NodeName:    "n1",
 }
 
 func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -49,8 +50,36 @@ func goldenCases() map[string]Model {
 	affinity.AffinityTimeoutSeconds = 10800
 	noEndpoints := web(Endpoint{IP: ip("10.244.1.5"), Port: 8080, Serving: false, NodeName: "n1"})
 	noEndpoints.Ports[0].NodePort = 30081
+	remote := func(addr string) Endpoint { e := ready(addr, 8080); e.NodeName = "n2"; return e }
+	internalLocal := web(ready("10.244.1.5", 8080), remote("10.244.2.7"))
+	internalLocal.InternalLocal = true
+	internalLocalNone := web(remote("10.244.2.7"))
+	internalLocalNone.InternalLocal = true
+	// 192.0.2.0/24 (TEST-NET-1): rendered only, never sent to.
+	externalLocal := web(ready("10.244.1.5", 8080), remote("10.244.2.7"))
+	externalLocal.Ports[0].NodePort = 30080
+	externalLocal.ExternalLocal = true
+	externalLocal.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	externalLocal.HealthCheckNodePort = 32000
+	externalLocalNone := web(remote("10.244.2.7"))
+	externalLocalNone.Ports[0].NodePort = 30080
+	externalLocalNone.ExternalLocal = true
+	externalLocalNone.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	externalLocalNone.HealthCheckNodePort = 32000
+	lb := web(ready("10.244.1.5", 8080), remote("10.244.2.7"))
+	lb.Ports[0].NodePort = 30080
+	lb.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	lbNone := web()
+	lbNone.Ports[0].NodePort = 30080
+	lbNone.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
 	return map[string]Model{
-		"clusterip-1": {Services: []Service{web(ready("10.244.1.5", 8080))}},
+		"internal-local":            {Services: []Service{internalLocal}},
+		"internal-local-none":       {Services: []Service{internalLocalNone}},
+		"external-local":            {Services: []Service{externalLocal}},
+		"external-local-none":       {Services: []Service{externalLocalNone}},
+		"loadbalancer":              {Services: []Service{lb}},
+		"loadbalancer-no-endpoints": {Services: []Service{lbNone}},
+		"clusterip-1":               {Services: []Service{web(ready("10.244.1.5", 8080))}},
 		"clusterip-3": {Services: []Service{web(ready("10.244.3.1", 8080), ready("10.244.1.5", 8080), ready("10.244.2.7", 8080),
 			Endpoint{IP: ip("10.244.2.8"), Port: 8080, Serving: true, NodeName: "n2"})}}, // not ready, not terminating: unused
 		"nodeport":     {Services: []Service{nodePort}},
@@ -173,6 +202,11 @@ func randomModel(r *rand.Rand) Model {
 		if r.IntN(3) == 0 {
 			s.AffinityTimeoutSeconds = int32(1 + r.IntN(10800))
 		}
+		s.InternalLocal = r.IntN(3) == 0
+		s.ExternalLocal = r.IntN(2) == 0
+		if r.IntN(3) == 0 {
+			s.LoadBalancerIPs = []netip.Addr{netip.AddrFrom4([4]byte{192, 0, 2, byte(1 + i)})}
+		}
 		np := 1 + r.IntN(3)
 		for j := range np {
 			p := Port{Protocol: []string{"TCP", "UDP", "SCTP"}[r.IntN(3)], Port: int32(80 + j)}
@@ -184,7 +218,8 @@ func randomModel(r *rand.Rand) Model {
 				p.NodePort = nodePort
 			}
 			for range r.IntN(6) {
-				e := Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(r.IntN(4)), byte(1 + r.IntN(20))}), Port: int32(8000 + r.IntN(3))}
+				e := Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(r.IntN(4)), byte(1 + r.IntN(20))}), Port: int32(8000 + r.IntN(3)),
+					NodeName: []string{"n1", "n2"}[r.IntN(2)]}
 				switch r.IntN(4) {
 				case 0, 1:
 					e.Ready, e.Serving = true, true
@@ -198,6 +233,43 @@ func randomModel(r *rand.Rand) Model {
 		m.Services = append(m.Services, s)
 	}
 	return m
+}
+
+// wantLocal is the Local-policy endpoint rule written independently of
+// LocalEndpoints: the usable-endpoint rule over the endpoints on node.
+func wantLocal(eps []Endpoint, node string) map[netip.AddrPort]bool {
+	var local []Endpoint
+	for _, e := range eps {
+		if e.NodeName == node {
+			local = append(local, e)
+		}
+	}
+	return wantEndpoints(local)
+}
+
+// policyOutcomes checks a packet under a traffic policy: local is whether the
+// policy is Local. With no endpoint for the policy the packet is rejected
+// when the service has none anywhere, dropped when it has some elsewhere.
+func policyOutcomes(t *testing.T, fail func(string, ...any), outs []outcome, eps []Endpoint, local, masq bool, mark uint32) {
+	t.Helper()
+	want := wantEndpoints(eps)
+	if local {
+		want = wantLocal(eps, testOptions.NodeName)
+		if len(want) == 0 && len(wantEndpoints(eps)) > 0 {
+			if len(outs) != 1 || outs[0].verdict != "DROP" {
+				fail("no local endpoints: outcomes %+v, want one DROP", outs)
+			}
+			return
+		}
+	}
+	checkOutcomes(t, fail, outs, want, masq, mark)
+	if local && !masq {
+		for _, o := range outs {
+			if o.mark&mark != 0 {
+				fail("Local policy traffic from outside masqueraded (source address lost): %+v", o)
+			}
+		}
+	}
 }
 
 // wantEndpoints is the usable-endpoint rule written independently of
@@ -233,6 +305,9 @@ func TestTraceRandomModels(t *testing.T) {
 		for _, s := range m.Services {
 			for _, p := range s.Ports {
 				want := wantEndpoints(p.Endpoints)
+				if s.InternalLocal {
+					want = wantLocal(p.Endpoints, testOptions.NodeName)
+				}
 				proto := strings.ToLower(p.Protocol)
 				for _, cip := range s.ClusterIPs {
 					for _, src := range []netip.Addr{ip("10.244.0.99"), ip("192.168.1.10")} {
@@ -240,7 +315,7 @@ func TestTraceRandomModels(t *testing.T) {
 						if err != nil {
 							fail("%s/%s:%d from %s: %v", s.Namespace, s.Name, p.Port, src, err)
 						}
-						checkOutcomes(t, fail, outs, want, !testOptions.ClusterCIDR.Contains(src), mark)
+						policyOutcomes(t, fail, outs, p.Endpoints, s.InternalLocal, !testOptions.ClusterCIDR.Contains(src), mark)
 					}
 					// Hairpin: an endpoint reaching its own service is masqueraded
 					// when it lands on itself.
@@ -256,12 +331,35 @@ func TestTraceRandomModels(t *testing.T) {
 						}
 					}
 				}
-				if p.NodePort > 0 && len(s.ClusterIPs) > 0 {
-					outs, err := toNode(tr, packet{src: ip("192.168.1.77"), dst: ip("192.168.1.10"), proto: proto, dport: int(p.NodePort)})
-					if err != nil {
-						fail("nodeport %d: %v", p.NodePort, err)
+				if len(s.ClusterIPs) == 0 {
+					continue
+				}
+				// External traffic: a NodePort on the node's address (INPUT) and a
+				// load-balancer IP (FORWARD), from outside (the policy decides),
+				// from a pod and from the node (short-circuited to Cluster).
+				type dest struct {
+					dst     netip.Addr
+					port    int
+					filters []string
+				}
+				var dests []dest
+				if p.NodePort > 0 {
+					dests = append(dests, dest{ip("192.168.1.10"), int(p.NodePort), []string{ChainExternalServices}})
+				}
+				for _, lb := range s.LoadBalancerIPs {
+					dests = append(dests, dest{lb, int(p.Port), []string{ChainGuard, ChainServices, ChainExternalServices}})
+				}
+				for _, d := range dests {
+					from := func(src netip.Addr) []outcome {
+						outs, err := tr.trace(packet{src: src, dst: d.dst, proto: proto, dport: d.port}, ChainServices, d.filters...)
+						if err != nil {
+							fail("%s:%d from %s: %v", d.dst, d.port, src, err)
+						}
+						return outs
 					}
-					checkOutcomes(t, fail, outs, want, true, mark)
+					policyOutcomes(t, fail, from(ip("192.168.1.77")), p.Endpoints, s.ExternalLocal, !s.ExternalLocal, mark)
+					policyOutcomes(t, fail, from(ip("10.244.0.99")), p.Endpoints, false, !s.ExternalLocal, mark)
+					policyOutcomes(t, fail, from(ip("192.168.1.10")), p.Endpoints, false, true, mark)
 				}
 			}
 		}

@@ -161,7 +161,7 @@ func diffChains(pl *plan, table string, prev, next []Chain) {
 // iptables-nft-restore --noflush takes time quadratic in the chains of one
 // transaction. Every service port's chains (KUBE-SVC, KUBE-EXT and its
 // KUBE-SEPs) stay in one restore; the restores come in an order where every
-// jump has its target at each step: the per-service chains first, then the
+// jump has its target at each step: the per-service chains first (a port's KUBE-SVC, KUBE-SVL, KUBE-EXT and KUBE-SEPs together), then the
 // fixed chains (KUBE-SERVICES, ...) and the filter table, then the deletion of
 // stale chains in that same last restore.
 func (r *Ruleset) TextBatches(stale map[string][]string, maxChains int) [][]byte {
@@ -211,7 +211,21 @@ func (pl *plan) del(table, name string) {
 }
 
 func isServiceChain(name string) bool {
-	return strings.HasPrefix(name, PrefixSVC) || strings.HasPrefix(name, PrefixSEP) || strings.HasPrefix(name, PrefixEXT)
+	return strings.HasPrefix(name, PrefixSVC) || strings.HasPrefix(name, PrefixSVL) || strings.HasPrefix(name, PrefixSEP) || strings.HasPrefix(name, PrefixEXT)
+}
+
+// startsPort reports whether chains[i] is the first chain of a service port:
+// its KUBE-SVC chain, or its KUBE-SVL chain when it has no KUBE-SVC chain
+// (the renderer writes KUBE-SVC, KUBE-SVL, KUBE-EXT, then the KUBE-SEPs).
+func startsPort(chains []Chain, i int) bool {
+	name := chains[i].Name
+	if strings.HasPrefix(name, PrefixSVC) {
+		return true
+	}
+	if !strings.HasPrefix(name, PrefixSVL) {
+		return false
+	}
+	return i == 0 || chains[i-1].Name != PrefixSVC+strings.TrimPrefix(name, PrefixSVL)
 }
 
 func (pl *plan) batches(maxChains int) [][]byte {
@@ -225,7 +239,7 @@ func (pl *plan) batches(maxChains int) [][]byte {
 	start := 0
 	for i := 0; i <= len(pl.service); i++ {
 		cut := i == len(pl.service) ||
-			(maxChains > 0 && i-start >= maxChains && strings.HasPrefix(pl.service[i].Name, PrefixSVC))
+			(maxChains > 0 && i-start >= maxChains && startsPort(pl.service, i))
 		if !cut || i == start {
 			continue
 		}
@@ -268,7 +282,7 @@ func Owned(name string) bool {
 	case ChainServices, ChainExternalServices, ChainNodePorts, ChainPostrouting, ChainMarkMasq, ChainForward, ChainGuard:
 		return true
 	}
-	return strings.HasPrefix(name, PrefixSVC) || strings.HasPrefix(name, PrefixSEP) || strings.HasPrefix(name, PrefixEXT)
+	return isServiceChain(name)
 }
 
 // SavedChains parses iptables-save output into table → chain names, in order.
@@ -402,6 +416,7 @@ func Hooks() []Hook {
 	external := []string{"-m", "comment", "--comment", "kubernetes externally-visible service portals"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	return []Hook{
+		{TableFilter, "INPUT", []string{"-m", "comment", "--comment", "kubernetes health check service ports", "-j", ChainNodePorts}},
 		{TableFilter, "INPUT", cat(newConn, external, []string{"-j", ChainExternalServices})},
 		{TableFilter, "FORWARD", cat(newConn, portals, []string{"-j", ChainServices})},
 		{TableFilter, "FORWARD", cat(newConn, external, []string{"-j", ChainExternalServices})},

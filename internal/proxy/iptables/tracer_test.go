@@ -280,11 +280,15 @@ func (tr *tracer) match(r []string, p packet, s outcome) (bool, float64, error) 
 				return false, 0, err
 			}
 			prob *= f
-		case "--dst-type":
+		case "--dst-type", "--src-type":
 			if v := arg(); v != "LOCAL" {
 				return false, 0, fmt.Errorf("unknown addrtype %s", v)
 			}
-			ok = tr.local[p.dst]
+			if tok == "--dst-type" {
+				ok = tr.local[p.dst]
+			} else {
+				ok = tr.local[p.src]
+			}
 		case "--ctstate":
 			v := arg()
 			switch v {

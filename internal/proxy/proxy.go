@@ -135,6 +135,7 @@ type Proxy struct {
 	applied      *iptables.Ruleset
 	udp          map[udpKey]map[netip.Addr]bool
 	conntrackOff bool
+	events       syncEvents // traceevents.go
 
 	mu        sync.Mutex
 	lastError error
@@ -409,6 +410,7 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 	p.stats.restores.Add(1)
 	p.applied = rs
 	p.clearStaleUDP(ctx, model)
+	p.reportSynced(ctx)
 	p.log.Debug("synced rules", "full", full, "services", len(model.Services), "restores", len(batches), "bytes", size, "took", time.Since(start))
 	return nil
 }

@@ -234,6 +234,40 @@ func (c *Client) ExecSync(ctx context.Context, id string, cmd []string, timeout 
 	return r.Stdout, r.Stderr, nil
 }
 
+// Exec asks for a streaming exec session and returns the runtime's URL for it.
+func (c *Client) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	ctx, cancel := call(ctx, CallTimeout)
+	defer cancel()
+	r, err := c.runtime.Exec(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("CRI Exec %s: %w", req.GetContainerId(), err)
+	}
+	return r, nil
+}
+
+// Attach asks for a streaming attach session and returns the runtime's URL for it.
+func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	ctx, cancel := call(ctx, CallTimeout)
+	defer cancel()
+	r, err := c.runtime.Attach(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("CRI Attach %s: %w", req.GetContainerId(), err)
+	}
+	return r, nil
+}
+
+// PortForward asks for a port-forward session into a sandbox and returns the runtime's URL
+// for it.
+func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	ctx, cancel := call(ctx, CallTimeout)
+	defer cancel()
+	r, err := c.runtime.PortForward(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("CRI PortForward %s: %w", req.GetPodSandboxId(), err)
+	}
+	return r, nil
+}
+
 // ExitError is the error of an ExecSync whose command exited non-zero.
 type ExitError struct{ Code int32 }
 

@@ -1,7 +1,10 @@
-// Package server is the kubelet's HTTPS port: /healthz and
-// /containerLogs/{namespace}/{pod}/{container}, which the API server's pods/log proxies to.
-// It reads the CRI log files the runtime writes (see ParseLine) and streams them as
-// `kubectl logs` shows them. Clients must present a certificate signed by the cluster CA.
+// Package server is the kubelet's HTTPS port: /healthz,
+// /containerLogs/{namespace}/{pod}/{container}, which the API server's pods/log proxies to,
+// and the streaming endpoints /exec, /attach and /portForward that pods/exec, pods/attach and
+// pods/portforward proxy to. It reads the CRI log files the runtime writes (see ParseLine) and
+// streams them as `kubectl logs` shows them; for a streaming session it asks the runtime (CRI
+// Exec, Attach, PortForward) for a URL and proxies the client's upgraded connection to it.
+// Clients must present a certificate signed by the cluster CA.
 package server
 
 import (
@@ -50,6 +53,9 @@ type Config struct {
 	TLS *tls.Config
 	// Logs finds containers' log files.
 	Logs LogLocator
+	// Streams serves exec, attach and port-forward through the CRI runtime (nil: those
+	// endpoints answer 501).
+	Streams Streamer
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 	// Now returns the current time (default time.Now); sinceSeconds is relative to it.
@@ -79,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	s.registerStreams()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("the server could not find the requested resource %s", r.URL.Path))
 	})

@@ -1,7 +1,8 @@
 // Package agent composes the kubelet's parts into the node agent that `kubette kubelet` and
 // `kubette up` run: the CRI client, the pod workers (internal/kubelet) with their volume and
 // probe managers, node registration with its Lease and status (nodestatus), and the kubelet's
-// HTTPS port for logs (server). It reaches the container runtime only over CRI.
+// HTTPS port for logs, exec, attach and port-forward (server). It reaches the container
+// runtime only over CRI.
 package agent
 
 import (
@@ -156,8 +157,9 @@ func Run(ctx context.Context, cfg Config) error {
 			ClientAuth:   tls.RequireAndVerifyClientCert,
 			MinVersion:   tls.VersionTLS12,
 		},
-		Logs:   kl,
-		Logger: log.With("part", "server"),
+		Logs:    kl,
+		Streams: rt,
+		Logger:  log.With("part", "server"),
 	})
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)

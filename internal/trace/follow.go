@@ -9,7 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
@@ -22,21 +25,30 @@ var kinds = map[string]string{
 	"deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
 	"replicaset": "ReplicaSet", "replicasets": "ReplicaSet", "rs": "ReplicaSet",
 	"pod": "Pod", "pods": "Pod", "po": "Pod",
+	"service": "Service", "services": "Service", "svc": "Service",
+	"ingress": "Ingress", "ingresses": "Ingress", "ing": "Ingress",
 }
 
 // resources maps kinds to the resource names records use.
-var resources = map[string]string{"Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps", "Pod": "pods"}
+var resources = map[string]string{
+	"Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps", "Pod": "pods",
+	"Service": "services", "EndpointSlice": "endpointslices.discovery.k8s.io", "Endpoints": "endpoints",
+	"Ingress": "ingresses.networking.k8s.io",
+}
 
-// ParseKind reads the kind of KIND/NAME (deployment, deploy, rs, pod, ...).
+// ParseKind reads the kind of KIND/NAME (deployment, deploy, rs, pod, svc, ing, ...).
 func ParseKind(s string) (string, error) {
 	if k, ok := kinds[strings.ToLower(s)]; ok {
 		return k, nil
 	}
-	return "", fmt.Errorf("kind %q: trace follows deployments, replicasets and pods", s)
+	return "", fmt.Errorf("kind %q: trace follows deployments, replicasets, pods, services and ingresses", s)
 }
 
-// Follow finds the object and everything it owns — a Deployment's ReplicaSets and their
-// Pods — through controller owner references, root first, then each level in name order.
+// Follow finds the object and what it caused, root first, then each level in name order:
+// a Deployment's ReplicaSets and their Pods (controller owner references); a Service's
+// EndpointSlices (labelled with its name, owned by it) and its Endpoints (same name); an
+// Ingress's backend Services and theirs. Objects found by name rather than by owner
+// reference get their parent as Owner, so that flows group them under it.
 func Follow(ctx context.Context, client kubernetes.Interface, kind, namespace, name string) ([]Object, error) {
 	var root Object
 	switch kind {
@@ -58,8 +70,18 @@ func Follow(ctx context.Context, client kubernetes.Interface, kind, namespace, n
 			return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 		}
 		root = object(kind, p.ObjectMeta)
+	case "Service":
+		svc, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get service %s/%s: %w", namespace, name, err)
+		}
+		root = object(kind, svc.ObjectMeta)
+		root.Owner = ""
+		return followService(ctx, client, root, []Object{root})
+	case "Ingress":
+		return followIngress(ctx, client, namespace, name)
 	default:
-		return nil, fmt.Errorf("kind %q: trace follows Deployments, ReplicaSets and Pods", kind)
+		return nil, fmt.Errorf("kind %q: trace follows Deployments, ReplicaSets, Pods, Services and Ingresses", kind)
 	}
 	root.Owner = ""
 	out := []Object{root}
@@ -93,6 +115,86 @@ func Follow(ctx context.Context, client kubernetes.Interface, kind, namespace, n
 			}
 		}
 		out = append(out, sortByName(level)...)
+	}
+	return out, nil
+}
+
+// followService appends to out the EndpointSlices of the Service svc (its
+// kubernetes.io/service-name label: the EndpointSlice controller's, owned by the
+// Service, and any other manager's) and its Endpoints.
+func followService(ctx context.Context, client kubernetes.Interface, svc Object, out []Object) ([]Object, error) {
+	ns, name := svc.Ref.Namespace, svc.Ref.Name
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{discoveryv1.LabelServiceName: name}.String()})
+	if err != nil {
+		return nil, fmt.Errorf("list endpointslices of %s/%s: %w", ns, name, err)
+	}
+	level := []Object{}
+	for _, s := range slices.Items {
+		o := object("EndpointSlice", s.ObjectMeta)
+		o.Owner = svc.UID
+		level = append(level, o)
+	}
+	out = append(out, sortByName(level)...)
+	ep, err := client.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		o := object("Endpoints", ep.ObjectMeta)
+		o.Owner = svc.UID
+		out = append(out, o)
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get endpoints %s/%s: %w", ns, name, err)
+	}
+	return out, nil
+}
+
+// followIngress returns the Ingress, its backend Services (default backend and every
+// path's, in name order; missing ones left out) and what each Service causes.
+func followIngress(ctx context.Context, client kubernetes.Interface, namespace, name string) ([]Object, error) {
+	ing, err := client.NetworkingV1().Ingresses(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get ingress %s/%s: %w", namespace, name, err)
+	}
+	root := object("Ingress", ing.ObjectMeta)
+	root.Owner = ""
+	out := []Object{root}
+	names := map[string]bool{}
+	if b := ing.Spec.DefaultBackend; b != nil && b.Service != nil {
+		names[b.Service.Name] = true
+	}
+	for _, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			if p.Backend.Service != nil {
+				names[p.Backend.Service.Name] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	var services []Object
+	for _, n := range sorted {
+		svc, err := client.CoreV1().Services(namespace).Get(ctx, n, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get service %s/%s of ingress %s: %w", namespace, n, name, err)
+		}
+		o := object("Service", svc.ObjectMeta)
+		o.Owner = root.UID
+		services = append(services, o)
+	}
+	out = append(out, services...)
+	for _, svc := range services {
+		if out, err = followService(ctx, client, svc, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -3,69 +3,27 @@ package trace
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
 
-// mermaidParseScript parses the diagram in argv[2] with Mermaid's own parser.
-const mermaidParseScript = `import mermaid from 'mermaid';
-import fs from 'fs';
-try {
-  await mermaid.parse(fs.readFileSync(process.argv[2], 'utf8'));
-} catch (e) { console.error(e.message || String(e)); process.exit(1); }
-`
-
-// mermaidParser returns a function that parses a diagram with the mermaid npm package,
-// installed once into a directory below os.TempDir() that later runs reuse. It skips
-// the test when node or npm is missing, the registry cannot be reached, or -short.
+// mermaidParser returns Mermaid's own parser (MermaidParser), installed once into a
+// directory below os.TempDir() that later runs reuse. It skips the test when node or npm
+// is missing, the registry cannot be reached, or -short.
 func mermaidParser(t *testing.T) func(src string) error {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: not installing mermaid from npm")
 	}
-	node, err := exec.LookPath("node")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	parse, err := MermaidParser(ctx, filepath.Join(os.TempDir(), "kubette-test-mermaid11"))
 	if err != nil {
-		t.Skip("node not installed")
+		t.Skip(err)
 	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm not installed")
-	}
-	dir := filepath.Join(os.TempDir(), "kubette-test-mermaid11")
-	script := filepath.Join(dir, "parse.mjs")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "mermaid", "package.json")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Skipf("mermaid dir: %v", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", dir, "mermaid@11")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("npm install mermaid: %v: %s", err, out)
-		}
-	}
-	if err := os.WriteFile(script, []byte(mermaidParseScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return func(src string) error {
-		f := filepath.Join(t.TempDir(), "diagram.mmd")
-		if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
-			return err
-		}
-		out, err := exec.Command(node, script, f).CombinedOutput()
-		if err != nil {
-			return &mermaidError{msg: strings.TrimSpace(string(out))}
-		}
-		return nil
-	}
+	return parse
 }
-
-type mermaidError struct{ msg string }
-
-func (e *mermaidError) Error() string { return "mermaid: " + e.msg }
 
 func TestMermaidParsesWithNPMMermaid(t *testing.T) {
 	parse := mermaidParser(t)
@@ -75,10 +33,12 @@ func TestMermaidParsesWithNPMMermaid(t *testing.T) {
 	if err := parse(Mermaid(awkwardFlow())); err != nil {
 		t.Errorf("escaped message text: %v", err)
 	}
-	in := Normalize(loadInput(t, "deployment.json"))
-	for _, all := range []bool{false, true} {
-		if err := parse(Mermaid(Build(in, Options{All: all}))); err != nil {
-			t.Errorf("all=%v: %v", all, err)
+	for _, fixture := range goldenFixtures {
+		in := Normalize(loadInput(t, fixture+".json"))
+		for _, all := range []bool{false, true} {
+			if err := parse(Mermaid(Build(in, Options{All: all}))); err != nil {
+				t.Errorf("%s all=%v: %v", fixture, all, err)
+			}
 		}
 	}
 }

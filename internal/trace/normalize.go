@@ -10,9 +10,14 @@ import (
 // kindAbbrev shortens kinds in normalised names.
 var kindAbbrev = map[string]string{"ReplicaSet": "rs", "Pod": "pod", "EndpointSlice": "slice"}
 
+// generatedNames are the kinds whose names a controller generates (a random suffix):
+// Normalize renames them; Services, Endpoints and Ingresses keep the names users gave.
+var generatedNames = map[string]bool{"ReplicaSet": true, "Pod": true, "EndpointSlice": true}
+
 // Normalize returns a copy of in whose generated names, UIDs, times and revisions are
 // replaced by stable ones, so that two runs of one flow render the same text: the root
-// keeps its name, each owned object is named after its owner (web-rs1, web-rs1-pod2),
+// keeps its name, each owned object with a generated name is named after its owner
+// (web-rs1, web-rs1-pod2, web-slice1),
 // UIDs become uid-1, uid-2, ..., times count from the Unix epoch at the first record and
 // revisions from 1.
 func Normalize(in Input) Input {
@@ -24,7 +29,7 @@ func Normalize(in Input) Input {
 	for i := range out.Objects {
 		o := &out.Objects[i]
 		norm := o.Ref.Name
-		if parent, ok := byUID[o.Owner]; ok && o.Owner != "" {
+		if parent, ok := byUID[o.Owner]; ok && o.Owner != "" && generatedNames[o.Kind] {
 			k := parent + "/" + o.Kind
 			children[k]++
 			abbrev := kindAbbrev[o.Kind]
@@ -33,7 +38,9 @@ func Normalize(in Input) Input {
 			}
 			norm = parent + "-" + abbrev + strconv.Itoa(children[k])
 		}
-		names[o.Ref.Name] = norm
+		if _, ok := names[o.Ref.Name]; !ok || norm != o.Ref.Name {
+			names[o.Ref.Name] = norm
+		}
 		if o.UID != "" {
 			if _, ok := uids[o.UID]; !ok {
 				uids[o.UID] = "uid-" + strconv.Itoa(len(uids)+1)

@@ -64,11 +64,16 @@ func lineDiff(want, got string) string {
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
-// TestGolden renders two fixtures: deployment.json, written by hand to cover every kind
-// of step, and recorded.json, a 3-replica Deployment's flow recorded by the integration
-// test (TRACE_RECORD_FIXTURE) on a control plane with a simulated node.
+// goldenFixtures are the recorded flows in testdata: deployment.json, written by hand to
+// cover every kind of step; recorded.json, a 3-replica Deployment's flow recorded by the
+// integration test (TRACE_RECORD_FIXTURE) on a control plane with a simulated node; and
+// node-*.json, flows recorded by the e2e test on a real node (KUBETTE_TRACE_FIXTURES):
+// a Deployment, a Service and an Ingress.
+var goldenFixtures = []string{"deployment", "recorded"}
+
+// TestGolden renders every fixture in goldenFixtures.
 func TestGolden(t *testing.T) {
-	for _, fixture := range []string{"deployment", "recorded"} {
+	for _, fixture := range goldenFixtures {
 		in := Normalize(loadInput(t, fixture+".json"))
 		for _, all := range []bool{false, true} {
 			name := fixture

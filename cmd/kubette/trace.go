@@ -17,10 +17,13 @@ func newTrace() *cobra.Command {
 	var all, normalize bool
 	cmd := &cobra.Command{
 		Use:   "trace KIND/NAME",
-		Short: "Draw what the cluster did for an object (and what it owns) as a sequence diagram",
-		Long: "trace follows a Deployment, ReplicaSet or Pod through owner references, reads the API server's\n" +
-			"records of the requests, storage writes and watch events about them and the Events components\n" +
-			"reported, and prints a Mermaid sequenceDiagram (or a numbered text timeline, or an SVG).",
+		Short: "Draw what the cluster did for an object (and what it caused) as a sequence diagram",
+		Long: "trace follows a Deployment, ReplicaSet or Pod through owner references, a Service to its\n" +
+			"EndpointSlices and Endpoints, or an Ingress to its backend Services and theirs; reads the API\n" +
+			"server's records of the requests, storage writes and watch events about them and the Events\n" +
+			"components reported (the kubelet's container steps, the proxy's RulesSynced, the ingress\n" +
+			"controller's Sync and RELOAD), and prints a Mermaid sequenceDiagram (or a numbered text\n" +
+			"timeline, or an SVG).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kindName, name, ok := strings.Cut(args[0], "/")

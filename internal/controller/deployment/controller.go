@@ -18,8 +18,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"sync"
 	"time"
+
+	"github.com/kubette/kubette/internal/controller/worker"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -120,55 +120,32 @@ func New(d controller.Deps) (*Controller, error) {
 // Run waits for the informers to sync, then runs workers until ctx is done;
 // it returns after every worker stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.log.Info("Starting controller")
-	defer c.log.Info("Shutting down controller")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, c.worker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	worker.Run(ctx, c.queue, c.workerOptions(workers))
 }
 
-// worker processes keys until the queue shuts down.
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
+// workerOptions are the options of the controller's workers.
+func (c *Controller) workerOptions(workers int) worker.Options {
+	return worker.Options{
+		Name: "deployment", Workers: workers, Synced: c.synced, Sync: c.Sync, Log: c.log,
+		OnError: c.handleErr,
 	}
 }
 
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	c.handleErr(key, c.Sync(ctx, key))
-	return true
-}
-
-// handleErr forgets a key that synced (or whose namespace is going away),
-// retries a failing one with backoff, and drops it after maxRetries.
-func (c *Controller) handleErr(key string, err error) {
-	if err == nil || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+// handleErr forgets a key whose namespace is going away, retries a failing
+// one with backoff, and drops it after maxRetries.
+func (c *Controller) handleErr(key string, err error) bool {
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		c.queue.Forget(key)
-		return
+		return true
 	}
 	if c.queue.NumRequeues(key) < maxRetries {
 		c.log.Debug("Error syncing deployment", "deployment", key, "err", err)
 		c.queue.AddRateLimited(key)
-		return
+		return true
 	}
 	c.log.Info("Dropping deployment out of the queue", "deployment", key, "err", err)
 	c.queue.Forget(key)
+	return true
 }
 
 func (c *Controller) enqueue(d *appsv1.Deployment) {

@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/kubette/kubette/internal/controller/worker"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -120,23 +122,16 @@ func newController(d controller.Deps) (*Controller, error) {
 // may be gone, then runs workers until ctx is done and returns after every
 // worker stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.log.Info("starting controller")
-	defer c.log.Info("shutting down controller")
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
-		return
+	worker.Run(ctx, c.queue, c.workerOptions(workers))
+}
+
+// workerOptions are the options of the controller's workers.
+func (c *Controller) workerOptions(workers int) worker.Options {
+	return worker.Options{
+		Name: Name, Workers: workers, Synced: c.synced, Sync: c.Sync, Log: c.log,
+		AfterSync: c.checkLeftoverEndpoints,
+		OnError:   c.routineError,
 	}
-	c.checkLeftoverEndpoints()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNextWorkItem(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
 }
 
 // checkLeftoverEndpoints queues every Endpoints object once, so that those
@@ -152,25 +147,15 @@ func (c *Controller) checkLeftoverEndpoints() {
 	}
 }
 
-// processNextWorkItem syncs one key; it returns false when the queue shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
+// routineError retries a sync that found the cache behind its own write
+// without logging it as a failure: the watch of that write is on its way.
+func (c *Controller) routineError(key string, err error) bool {
+	var stale errStaleCache
+	if !errors.As(err, &stale) {
 		return false
 	}
-	defer c.queue.Done(key)
-	if err := c.Sync(ctx, key); err != nil {
-		var stale errStaleCache
-		if errors.As(err, &stale) {
-			// Routine: the watch of its own write is on its way.
-			c.log.Debug("waiting for the cache", "service", key)
-		} else if ctx.Err() == nil {
-			c.log.Error("sync failed", "service", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
+	c.log.Debug("waiting for the cache", "service", key)
+	c.queue.AddRateLimited(key)
 	return true
 }
 

@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/controller/endpointtest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -23,9 +22,9 @@ import (
 )
 
 // now is the time of the pods' readiness transitions in every unit test.
-var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+var now = endpointtest.Now()
 
-const ns = "default"
+const ns = endpointtest.Namespace
 
 type fixture struct {
 	t      *testing.T
@@ -46,20 +45,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.queue.ShutDown)
-	for _, o := range objs {
-		var err error
-		switch o := o.(type) {
-		case *corev1.Service:
-			err = factory.Core().V1().Services().Informer().GetIndexer().Add(o)
-		case *corev1.Pod:
-			err = factory.Core().V1().Pods().Informer().GetIndexer().Add(o)
-		case *corev1.Endpoints:
-			err = factory.Core().V1().Endpoints().Informer().GetIndexer().Add(o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	endpointtest.Preload(t, factory, objs...)
 	return &fixture{t: t, client: client, c: c}
 }
 
@@ -70,31 +56,9 @@ func (f *fixture) mustSync(name string) {
 	}
 }
 
-// actions describes the API writes, as "verb resource name".
-func (f *fixture) actions() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		var name string
-		switch a := a.(type) {
-		case core.CreateAction:
-			name = a.GetObject().(metav1.Object).GetName()
-		case core.UpdateAction:
-			name = a.GetObject().(metav1.Object).GetName()
-		case core.DeleteAction:
-			name = a.GetName()
-		default:
-			continue
-		}
-		out = append(out, a.GetVerb()+" "+a.GetResource().Resource+" "+name)
-	}
-	return out
-}
-
 func (f *fixture) wantActions(want ...string) {
 	f.t.Helper()
-	if got := f.actions(); !slices.Equal(got, want) {
-		f.t.Fatalf("actions:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-	}
+	endpointtest.WantWrites(f.t, f.client, want...)
 }
 
 // written returns the Endpoints of the last create or update.
@@ -112,61 +76,21 @@ func (f *fixture) written() *corev1.Endpoints {
 	return nil
 }
 
-type svcOpt func(*corev1.Service)
+type svcOpt = endpointtest.ServiceOption
 
 func newService(name string, opts ...svcOpt) *corev1.Service {
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"),
-			Labels: map[string]string{"team": "web"}, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
-		Spec: corev1.ServiceSpec{
-			Selector:   map[string]string{"app": name},
-			ClusterIP:  "10.0.0.10",
-			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
-			Ports: []corev1.ServicePort{
-				{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
-				{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9100)},
-			},
-		},
-	}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+	return endpointtest.Service(name, opts...)
 }
 
-type podOpt func(*corev1.Pod)
+type podOpt = endpointtest.PodOption
 
-// newPod returns a running, ready pod of app on node-a with IP 10.1.x.y
-// whose container names port 8080 "http".
+// newPod returns a running, ready pod of app numbered n (see endpointtest.Pod).
 func newPod(app string, n int, opts ...podOpt) *corev1.Pod {
-	name := fmt.Sprintf("%s-%04d", app, n)
-	ip := fmt.Sprintf("10.1.%d.%d", n/250, n%250+1)
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(name + "-uid"),
-			Labels: map[string]string{"app": app}, ResourceVersion: "1"},
-		Spec: corev1.PodSpec{
-			NodeName: "node-a",
-			Containers: []corev1.Container{{Name: "app", Image: "example/app:1",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}}},
-		},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+	return endpointtest.Pod(fmt.Sprintf("%s-%04d", app, n), app, n, opts...)
 }
 
-func notReady() podOpt {
-	return func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
-}
-
-func terminating() podOpt {
-	return func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now)) }
-}
+func notReady() podOpt    { return endpointtest.NotReady() }
+func terminating() podOpt { return endpointtest.Terminating() }
 
 // describeSubsets renders subsets as "ready=[pods] notReady=[pods] ports=[name:port]" each.
 func describeSubsets(subsets []corev1.EndpointSubset) []string {

@@ -17,7 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+
+	"github.com/kubette/kubette/internal/controller/worker"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -171,43 +172,26 @@ func indexPodByNode(obj any) ([]string, error) {
 // Run waits for the informer caches, then runs workers until ctx is done and
 // returns after every worker stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.log.Info("starting controller")
-	defer c.log.Info("shutting down controller")
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNextWorkItem(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	worker.Run(ctx, c.queue, c.workerOptions(workers))
 }
 
-// processNextWorkItem syncs one key; it returns false when the queue shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
+// workerOptions are the options of the controller's workers.
+func (c *Controller) workerOptions(workers int) worker.Options {
+	return worker.Options{
+		Name: Name, Workers: workers, Synced: c.synced, Sync: c.Sync, Log: c.log,
+		OnError: c.routineError,
+	}
+}
+
+// routineError retries a sync that found the cache behind its own writes
+// without logging it as a failure: the watch of those writes is on its way.
+func (c *Controller) routineError(key string, err error) bool {
+	var stale errStaleCache
+	if !errors.As(err, &stale) {
 		return false
 	}
-	defer c.queue.Done(key)
-	if err := c.Sync(ctx, key); err != nil {
-		var stale errStaleCache
-		if errors.As(err, &stale) {
-			// Routine: the watch of its own writes is on its way.
-			c.log.Debug("waiting for the cache", "service", key)
-		} else if ctx.Err() == nil {
-			c.log.Error("sync failed", "service", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
+	c.log.Debug("waiting for the cache", "service", key)
+	c.queue.AddRateLimited(key)
 	return true
 }
 

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubette/kubette/internal/controller/worker"
+
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -169,19 +171,7 @@ func (c *Controller) podDeleted(obj any) {
 // Run waits for the informers to sync, then runs workers until ctx is done and they
 // have all returned.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.log.Info("starting controller")
-	defer c.log.Info("shutting down controller")
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
-		return
-	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for c.processNextItem(ctx) {
-			}
-		})
-	}
 	wg.Go(func() {
 		// The shared informers may not resync: requeue what is being deleted ourselves.
 		tick := time.NewTicker(resyncPeriod)
@@ -195,37 +185,30 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 			}
 		}
 	})
-	<-ctx.Done()
-	c.queue.ShutDown()
+	worker.Run(ctx, c.queue, c.workerOptions(workers))
 	wg.Wait()
 }
 
-// processNextItem syncs one key; it returns false when the queue is shut down.
-func (c *Controller) processNextItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
+// workerOptions are the options of the controller's workers.
+func (c *Controller) workerOptions(workers int) worker.Options {
+	return worker.Options{
+		Name: Name, Workers: workers, Synced: c.synced, Sync: c.Sync, Log: c.log,
+		SyncTimeout: syncTimeout,
+		OnError:     c.contentRemaining,
+	}
+}
+
+// contentRemaining requeues a namespace whose content is still on its way out
+// after the estimated wait; that is not a failure.
+func (c *Controller) contentRemaining(key string, err error) bool {
+	var remaining *ResourcesRemainingError
+	if !errors.As(err, &remaining) {
 		return false
 	}
-	defer c.queue.Done(key)
-	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	err := c.Sync(syncCtx, key)
-	var remaining *ResourcesRemainingError
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.As(err, &remaining):
-		// Content is on its way out: not a failure, look again after the estimate.
-		c.queue.Forget(key)
-		wait := remaining.requeueAfter()
-		c.log.Debug("content remaining in namespace", "namespace", key, "wait", wait)
-		c.queue.AddAfter(key, wait)
-	case ctx.Err() != nil:
-		// Shutting down: the next leader picks the namespace up again.
-	default:
-		c.log.Error("namespace deletion failed", "namespace", key, "err", err)
-		c.queue.AddRateLimited(key)
-	}
+	c.queue.Forget(key)
+	wait := remaining.requeueAfter()
+	c.log.Debug("content remaining in namespace", "namespace", key, "wait", wait)
+	c.queue.AddAfter(key, wait)
 	return true
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/controller/worker"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -505,14 +507,18 @@ func (f *fixture) fakeQueue() {
 	f.t.Cleanup(f.ctrl.queue.ShutDown)
 }
 
-// waitForLen polls the queue length (the delaying queue moves items asynchronously).
-func waitForLen(t *testing.T, q workqueue.TypedRateLimitingInterface[string], want int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for q.Len() != want {
+// waitForLen polls the queue length (the delaying queue moves items
+// asynchronously). Its loop may set a timer only after the clock stepped past
+// the item's time when it runs slowly under load; Step(0) fires timers already
+// due without moving time.
+func (f *fixture) waitForLen(want int) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for f.ctrl.queue.Len() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("queue length = %d, want %d", q.Len(), want)
+			f.t.Fatalf("queue length = %d, want %d", f.ctrl.queue.Len(), want)
 		}
+		f.clock.Step(0)
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -522,7 +528,7 @@ func TestWorkerRequeuesAfterTheEstimate(t *testing.T) {
 		partial("v1", "Pod", "bound", func(p *metav1.PartialObjectMetadata) { p.Labels = map[string]string{gracefulLabel: "true"} }))
 	f.fakeQueue()
 	f.ctrl.queue.Add("ns1")
-	if !f.ctrl.processNextItem(context.Background()) {
+	if !worker.ProcessNext(context.Background(), f.ctrl.queue, f.ctrl.workerOptions(1)) {
 		t.Fatal("queue shut down")
 	}
 	if n := f.ctrl.queue.Len(); n != 0 {
@@ -536,7 +542,7 @@ func TestWorkerRequeuesAfterTheEstimate(t *testing.T) {
 		t.Fatalf("requeued after 15s, want 16s")
 	}
 	f.clock.Step(time.Second)
-	waitForLen(t, f.ctrl.queue, 1)
+	f.waitForLen(1)
 }
 
 func TestWorkerRetriesErrorsWithBackoff(t *testing.T) {
@@ -546,12 +552,12 @@ func TestWorkerRetriesErrorsWithBackoff(t *testing.T) {
 	})
 	f.fakeQueue()
 	f.ctrl.queue.Add("ns1")
-	f.ctrl.processNextItem(context.Background())
+	worker.ProcessNext(context.Background(), f.ctrl.queue, f.ctrl.workerOptions(1))
 	if n := f.ctrl.queue.NumRequeues("ns1"); n != 1 {
 		t.Errorf("NumRequeues = %d, want 1", n)
 	}
 	f.clock.Step(time.Second)
-	waitForLen(t, f.ctrl.queue, 1)
+	f.waitForLen(1)
 }
 
 func TestEventsQueueOnlyNamespacesBeingDeleted(t *testing.T) {
@@ -564,7 +570,7 @@ func TestEventsQueueOnlyNamespacesBeingDeleted(t *testing.T) {
 		t.Fatalf("queued before the deletion delay (len %d)", n)
 	}
 	f.clock.Step(time.Millisecond)
-	waitForLen(t, f.ctrl.queue, 1)
+	f.waitForLen(1)
 	if key, _ := f.ctrl.queue.Get(); key != "ns1" {
 		t.Errorf("queued %q, want ns1", key)
 	}
@@ -603,7 +609,7 @@ func TestLastPodDeletedQueuesTerminatingNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ctrl.podDeleted(other)
-	waitForLen(t, f.ctrl.queue, 1)
+	f.waitForLen(1)
 
 	// A pod of an active namespace never queues it.
 	f.ctrl.podDeleted(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "p"}})

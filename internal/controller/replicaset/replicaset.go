@@ -15,8 +15,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"sync"
 	"time"
+
+	"github.com/kubette/kubette/internal/controller/worker"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -159,42 +160,15 @@ func indexByControllerUID(obj any) ([]string, error) {
 // Run waits for the informer caches, then runs workers until ctx is done and
 // returns after every worker stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.log.Info("starting controller")
-	defer c.log.Info("shutting down controller")
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.podSynced, c.rsSynced) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNextWorkItem(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	worker.Run(ctx, c.queue, c.workerOptions(workers))
 }
 
-// processNextWorkItem syncs one key; it returns false when the queue shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// workerOptions are the options of the controller's workers.
+func (c *Controller) workerOptions(workers int) worker.Options {
+	return worker.Options{
+		Name: Name, Workers: workers, Synced: []cache.InformerSynced{c.podSynced, c.rsSynced},
+		Sync: c.Sync, Log: c.log,
 	}
-	defer c.queue.Done(key)
-	if err := c.Sync(ctx, key); err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("sync failed", "key", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
 }
 
 func (c *Controller) enqueue(rs *appsv1.ReplicaSet) {

@@ -12,8 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/kubette/kubette/internal/controller/worker"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,43 +108,15 @@ func (c *Controller) serviceAccountDeleted(obj any) {
 // Run waits for the informers to sync, then runs workers until ctx is done and they
 // have all returned.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.log.Info("starting controller")
-	defer c.log.Info("shutting down controller")
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for c.processNextItem(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	worker.Run(ctx, c.queue, c.workerOptions(workers))
 }
 
-// processNextItem syncs one key; it returns false when the queue is shut down.
-func (c *Controller) processNextItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// workerOptions are the options of the controller's workers.
+func (c *Controller) workerOptions(workers int) worker.Options {
+	return worker.Options{
+		Name: Name, Workers: workers, Synced: c.synced, Sync: c.Sync, Log: c.log,
+		SyncTimeout: syncTimeout,
 	}
-	defer c.queue.Done(key)
-	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	err := c.Sync(syncCtx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case ctx.Err() != nil:
-	default:
-		c.log.Error("service account sync failed", "namespace", key, "err", err)
-		c.queue.AddRateLimited(key)
-	}
-	return true
 }
 
 // Sync creates the missing ServiceAccounts of one namespace, by name. A namespace that

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kubette/kubette/internal/controller/worker"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -198,7 +200,7 @@ func TestSyncReturnsCreateErrors(t *testing.T) {
 	}
 	// The worker retries it with backoff.
 	f.ctrl.queue.Add("ns1")
-	f.ctrl.processNextItem(context.Background())
+	worker.ProcessNext(context.Background(), f.ctrl.queue, f.ctrl.workerOptions(1))
 	if n := f.ctrl.queue.NumRequeues("ns1"); n != 1 {
 		t.Errorf("NumRequeues = %d, want 1", n)
 	}

@@ -95,8 +95,9 @@ type Kubelet struct {
 	workers   map[types.UID]*podWorker
 	liveness  map[string]bool // container IDs whose liveness probe failed
 	timers    map[types.UID]*podTimer
-	runCtx    context.Context // nil before Run
-	stopped   bool            // no new workers once Run is returning
+	written   map[types.UID]*v1.Pod // the pod as the last status write returned it (written.go)
+	runCtx    context.Context       // nil before Run
+	stopped   bool                  // no new workers once Run is returning
 	workersWG sync.WaitGroup
 }
 
@@ -146,6 +147,7 @@ func New(cfg Config) (*Kubelet, error) {
 		workers:      map[types.UID]*podWorker{},
 		liveness:     map[string]bool{},
 		timers:       map[types.UID]*podTimer{},
+		written:      map[types.UID]*v1.Pod{},
 	}
 	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -297,13 +299,14 @@ func (k *Kubelet) probeLoop(ctx context.Context) {
 	}
 }
 
-// podByUID returns the informer's pod with this UID, or nil.
+// podByUID returns the pod with this UID, or nil when the informer does not have it: the
+// informer's copy, or the one the kubelet's last status write returned when that is newer.
 func (k *Kubelet) podByUID(uid types.UID) *v1.Pod {
 	objs, err := k.podInformer.GetIndexer().ByIndex(uidIndex, string(uid))
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
-	return objs[0].(*v1.Pod)
+	return k.newerPod(objs[0].(*v1.Pod))
 }
 
 // node returns this kubelet's Node, or nil before it is registered.

@@ -114,6 +114,7 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 			k.mu.Lock()
 			if len(w.wake) == 0 {
 				delete(k.workers, w.uid)
+				delete(k.written, w.uid)
 				k.mu.Unlock()
 				return
 			}

@@ -296,7 +296,10 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *v1.Pod, st *v1.PodStatus
 	cur := pod.DeepCopy()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur.Status = *st
-		_, err := k.cfg.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		updated, err := k.cfg.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err == nil {
+			k.noteWritten(updated)
+		}
 		if apierrors.IsConflict(err) {
 			fresh, gerr := k.cfg.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 			if gerr != nil {

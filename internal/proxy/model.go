@@ -108,6 +108,24 @@ func serviceModel(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (ipt
 		}
 	}
 	nodePorts := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+	// Traffic policies and load-balancer addresses as upstream's service
+	// change tracker reads them: externalTrafficPolicy counts only for
+	// externally accessible Services, the ingress IPs only for type
+	// LoadBalancer and not with ipMode Proxy (the load balancer proxies).
+	ms.InternalLocal = svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	ms.ExternalLocal = (nodePorts || len(svc.Spec.ExternalIPs) > 0) && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			a, err := netip.ParseAddr(in.IP)
+			if err != nil || !a.Is4() || (in.IPMode != nil && *in.IPMode == corev1.LoadBalancerIPModeProxy) {
+				continue
+			}
+			ms.LoadBalancerIPs = append(ms.LoadBalancerIPs, a)
+		}
+		if ms.ExternalLocal {
+			ms.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
+		}
+	}
 	for _, sp := range svc.Spec.Ports {
 		proto := sp.Protocol
 		if proto == "" {

@@ -67,15 +67,17 @@ import (
 type Options struct {
 	// Client reaches the API server. Required.
 	Client kubernetes.Interface
-	// NodeName is this node's name (for logs; topology is not used yet).
+	// NodeName is this node's name: the endpoints of the Local traffic
+	// policies are those whose nodeName it is.
 	NodeName string
 	// ServiceCIDR is the ClusterIP range, e.g. 10.96.0.0/12. Required.
 	ServiceCIDR string
 	// ClusterCIDR is the pod range, e.g. 10.244.0.0/16: traffic to a
 	// ClusterIP from outside it is masqueraded. Empty masquerades all.
 	ClusterCIDR string
-	// NodeIPs are the addresses NodePorts answer on; empty means every local
-	// address but 127.0.0.0/8.
+	// NodeIPs are the addresses NodePorts (and the health check ports of
+	// externalTrafficPolicy Local Services) answer on; empty means every
+	// local address but 127.0.0.0/8 (health check ports: every address).
 	NodeIPs []netip.Addr
 	// RejectUnroutedPodCIDR makes the guard reject packets to ClusterCIDR
 	// addresses that no local route serves (pods of simulated nodes).
@@ -135,7 +137,8 @@ type Proxy struct {
 	applied      *iptables.Ruleset
 	udp          map[udpKey]map[netip.Addr]bool
 	conntrackOff bool
-	events       syncEvents // traceevents.go
+	health       *healthServer // healthcheck.go
+	events       syncEvents    // traceevents.go
 
 	mu        sync.Mutex
 	lastError error
@@ -194,8 +197,9 @@ func New(o Options) (*Proxy, error) {
 	}
 	return &Proxy{
 		o:        o,
-		ipt:      iptables.Options{ServiceCIDR: svcCIDR.Masked(), ClusterCIDR: clusterCIDR.Masked(), NodeIPs: o.NodeIPs, RejectUnroutedPodCIDR: o.RejectUnroutedPodCIDR},
+		ipt:      iptables.Options{ServiceCIDR: svcCIDR.Masked(), ClusterCIDR: clusterCIDR.Masked(), NodeIPs: o.NodeIPs, NodeName: o.NodeName, RejectUnroutedPodCIDR: o.RejectUnroutedPodCIDR},
 		log:      o.Logger.With("component", "proxy", "node", o.NodeName),
+		health:   newHealthServer(o.NodeIPs, o.Logger.With("component", "proxy", "node", o.NodeName)),
 		renderer: iptables.NewRenderer(),
 		run:      o.Iptables,
 		wake:     make(chan struct{}, 1),
@@ -255,6 +259,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		return nil // ctx done
 	}
 	p.log.Info("proxy started", "serviceCIDR", p.ipt.ServiceCIDR, "clusterCIDR", p.ipt.ClusterCIDR, "minSyncPeriod", p.o.MinSyncPeriod)
+	defer p.health.closeAll()
 	p.loop(ctx, svcLister, sliceLister)
 	return nil
 }
@@ -377,6 +382,13 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 		return fmt.Errorf("list endpointslices: %w", err)
 	}
 	model := p.models.build(svcs, eps)
+	// The health check servers follow the model once its rules are in place
+	// (or failed to be: then they report the proxy unhealthy).
+	applied := false
+	defer func() {
+		ports, counts := healthChecks(model, p.o.NodeName)
+		p.health.sync(ports, counts, applied)
+	}()
 	rs := p.renderer.Render(model, o)
 	maxChains := p.o.MaxChainsPerRestore
 	if maxChains <= 0 {
@@ -391,6 +403,7 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 		batches = rs.TextBatches(iptables.StaleChains(saved, rs), maxChains)
 	} else if batches = iptables.UpdateBatches(p.applied, rs, maxChains); batches == nil {
 		p.stats.unchanged.Add(1)
+		applied = true
 		return nil
 	}
 	p.applied = nil // unknown until every restore succeeded
@@ -409,6 +422,7 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 	}
 	p.stats.restores.Add(1)
 	p.applied = rs
+	applied = true
 	p.clearStaleUDP(ctx, model)
 	p.reportSynced(ctx)
 	p.log.Debug("synced rules", "full", full, "services", len(model.Services), "restores", len(batches), "bytes", size, "took", time.Since(start))

@@ -1,10 +1,6 @@
 package trace
 
-import (
-	"fmt"
-	"hash/fnv"
-	"strconv"
-)
+import "fmt"
 
 // Formats returns the names Renderer accepts, the default first.
 func Formats() []string { return []string{"mermaid", "text", "svg"} }
@@ -46,27 +42,4 @@ func Draw(in Input, opts DrawOptions) (string, error) {
 		in = Normalize(in)
 	}
 	return render(Build(in, Options{All: opts.All})), nil
-}
-
-// Fingerprint identifies an Input's content: it changes when an object, a record or an
-// Event is added, removed or changes (an Event's count grows), so that a page polling a
-// diagram re-renders it only when it would differ.
-func Fingerprint(in Input) string {
-	h := fnv.New64a()
-	put := func(ss ...string) {
-		for _, s := range ss {
-			_, _ = h.Write([]byte(s))
-			_, _ = h.Write([]byte{0})
-		}
-	}
-	for _, o := range in.Objects {
-		put("o", o.Ref.String(), o.Kind, o.UID, o.Owner)
-	}
-	for i := range in.Records {
-		put("r", strconv.FormatUint(in.Records[i].Seq, 10), in.Records[i].UID)
-	}
-	for _, e := range in.Events {
-		put("e", e.Name, e.Object.String(), strconv.FormatInt(int64(e.Count), 10), e.Time.String(), e.Message)
-	}
-	return strconv.FormatUint(h.Sum64(), 16)
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,13 +91,42 @@ func goldenCases(t *testing.T) []string {
 	return files
 }
 
-func TestGolden(t *testing.T) {
+// goldenModules stand for the Lua module files in golden files.
+var goldenLua = &nginx.Lua{Modules: []string{"/MODULES/ndk_http_module.so", "/MODULES/ngx_http_lua_module.so"}}
+
+// luaGoldenCases are also rendered with Lua (endpoints through the
+// balancer) into NAME.lua.golden.
+var luaGoldenCases = []string{"hosts-paths", "no-endpoints"}
+
+// goldenVariant is one golden file of a case.
+type goldenVariant struct {
+	file   string
+	layout Layout
+}
+
+func goldenVariants(t *testing.T) map[string]goldenVariant {
+	out := map[string]goldenVariant{}
 	for _, file := range goldenCases(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		base := strings.TrimSuffix(file, ".yaml")
+		out[name] = goldenVariant{file: base + ".golden", layout: Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}}
+		if slices.Contains(luaGoldenCases, name) {
+			out[name+".lua"] = goldenVariant{file: base + ".lua.golden", layout: Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443, Lua: goldenLua}}
+		}
+	}
+	return out
+}
+
+func inputsOf(t *testing.T, name string) Inputs {
+	return loadInputs(t, filepath.Join("testdata", strings.TrimSuffix(name, ".lua")+".yaml"))
+}
+
+func TestGolden(t *testing.T) {
+	for name, v := range goldenVariants(t) {
 		t.Run(name, func(t *testing.T) {
-			m := Build(Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}, loadInputs(t, file))
+			m := Build(v.layout, inputsOf(t, name))
 			got := renderGolden(m)
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			golden := v.file
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
 					t.Fatal(err)
@@ -111,7 +141,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%s differs (go test -run TestGolden -update rewrites it):\n%s", golden, lineDiff(string(want), string(got)))
 			}
 			// Rendering is pure: the same inputs give the same bytes.
-			if again := renderGolden(Build(Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}, loadInputs(t, file))); !bytes.Equal(again, got) {
+			if again := renderGolden(Build(v.layout, inputsOf(t, name))); !bytes.Equal(again, got) {
 				t.Errorf("two builds of the same inputs differ")
 			}
 		})
@@ -122,11 +152,11 @@ func TestGolden(t *testing.T) {
 // with the prefix and certificates made real.
 func TestGoldenNginxAccepts(t *testing.T) {
 	bin := needs.Binary(t, "nginx", "nginx")
-	for _, file := range goldenCases(t) {
-		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+	var lua *nginx.Lua
+	for name, v := range goldenVariants(t) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			m := Build(Layout{Prefix: goldenPrefix, HTTPPort: 80, HTTPSPort: 443}, loadInputs(t, file))
+			m := Build(v.layout, inputsOf(t, name))
 			if err := prepareDirs(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -136,12 +166,21 @@ func TestGoldenNginxAccepts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			golden, err := os.ReadFile(strings.TrimSuffix(file, ".yaml") + ".golden")
+			golden, err := os.ReadFile(v.file)
 			if err != nil {
 				t.Fatal(err)
 			}
+			golden = bytes.ReplaceAll(golden, []byte(goldenPrefix), []byte(dir))
+			if v.layout.Lua != nil {
+				if lua == nil {
+					lua = needsLua(t, bin)
+				}
+				for i, m := range goldenLua.Modules {
+					golden = bytes.ReplaceAll(golden, []byte("load_module "+m+";"), []byte("load_module "+lua.Modules[min(i, len(lua.Modules)-1)]+";"))
+				}
+			}
 			conf := filepath.Join(dir, "conf", "nginx.conf")
-			if err := os.WriteFile(conf, bytes.ReplaceAll(golden, []byte(goldenPrefix), []byte(dir)), 0o644); err != nil {
+			if err := os.WriteFile(conf, golden, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if err := nginx.Check(context.Background(), bin, dir, conf); err != nil {
@@ -149,6 +188,19 @@ func TestGoldenNginxAccepts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// needsLua skips (fails in CI) when nginx's Lua module does not work here.
+func needsLua(t *testing.T, bin string) *nginx.Lua {
+	t.Helper()
+	lua, err := nginx.DetectLua(context.Background(), bin, t.TempDir())
+	if err != nil {
+		if needs.InCI() {
+			t.Fatalf("nginx Lua module (Debian libnginx-mod-http-lua): %v", err)
+		}
+		t.Skipf("nginx Lua module: %v", err)
+	}
+	return lua
 }
 
 func lineDiff(want, got string) string {

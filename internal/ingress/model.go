@@ -38,6 +38,11 @@ type Layout struct {
 	ListenAddress       string
 	HTTPPort, HTTPSPort int
 	WorkerProcesses     string
+	// Lua, when set, makes endpoints dynamic (nginx.Config.Lua): every
+	// resolved backend gets an upstream, even without ready endpoints (it
+	// answers 503 until it has some), so that endpoint changes leave the
+	// rendered configuration unchanged.
+	Lua *nginx.Lua
 }
 
 // Problem is something wrong with one Ingress, reported as a Warning event.
@@ -73,6 +78,7 @@ const (
 	ReasonUnsupported       = "UnsupportedBackend"
 	ReasonTLSSecret         = "InvalidTLSSecret"
 	ReasonRejected          = "RejectedByNginx"
+	ReasonReloadFailed      = "ReloadFailed"
 )
 
 // priorities of locations with the same key: lower wins; ties go to the
@@ -161,7 +167,7 @@ func Build(l Layout, in Inputs) Model {
 	}
 	c := nginx.Config{
 		Prefix: l.Prefix, ListenAddress: l.ListenAddress, HTTPPort: l.HTTPPort, HTTPSPort: l.HTTPSPort,
-		WorkerProcesses: l.WorkerProcesses,
+		WorkerProcesses: l.WorkerProcesses, Lua: l.Lua,
 	}
 	c.Default = b.server("", b.def)
 	hosts := make([]string, 0, len(b.hosts))
@@ -358,7 +364,7 @@ func (b *builder) location(ns, owner string, be networkingv1.IngressBackend, st 
 		return l
 	}
 	addrs := b.endpoints(ns+"/"+svc.Name, sp.Name)
-	if len(addrs) == 0 {
+	if len(addrs) == 0 && b.layout.Lua == nil {
 		l.Status, l.Comment = 503, l.Comment+" (no ready endpoints)"
 		return l
 	}

@@ -30,7 +30,7 @@ type subresourceInfo struct {
 func subresourceOf(r *registry.Resource, sub string) subresourceInfo {
 	own := r.GroupVersionKind()
 	switch sub {
-	case "status":
+	case "status", "ephemeralcontainers":
 		return subresourceInfo{own, metav1.Verbs{"get", "patch", "update"}}
 	case "scale":
 		return subresourceInfo{schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, metav1.Verbs{"get", "patch", "update"}}

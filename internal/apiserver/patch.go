@@ -64,7 +64,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, req *http.Request, ri *reque
 		s.updateScale(w, req, ri, patch, pt, o)
 		return
 	}
-	if ri.subresource != "" && ri.subresource != "status" {
+	if ri.subresource != "" && ri.subresource != "status" && ri.subresource != subEphemeralContainers {
 		s.writeError(w, req, apierrors.NewMethodNotSupported(ri.res.GroupResource(), "patch"))
 		return
 	}

@@ -451,6 +451,8 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 	switch o.subresource {
 	case "status":
 		errs = validation.ValidateStatusUpdate(newObj, cur)
+	case subEphemeralContainers:
+		errs = validateEphemeralContainersUpdate(newObj, cur)
 	default:
 		errs = validation.ValidateUpdate(newObj, cur)
 	}
@@ -484,6 +486,8 @@ func (s *Server) applySubresourceRules(r *registry.Resource, sub string, cur, ne
 		nm.SetLabels(cm.GetLabels())
 		nm.SetOwnerReferences(cm.GetOwnerReferences())
 		return newObj
+	case subEphemeralContainers:
+		return ephemeralContainersUpdate(cur, newObj)
 	case "finalize":
 		out := cur.DeepCopyObject().(*corev1.Namespace)
 		if n, ok := newObj.(*corev1.Namespace); ok {

@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Logger.Info("CRI runtime serving", "socket", SocketPath(cfg.DataDir), "streaming", p.stream.Addr().String())
 	err = cri.Serve(ctx, SocketPath(cfg.DataDir), p.srv)
 	cancel()
-	return errors.Join(err, <-streamErr)
+	return errors.Join(err, <-streamErr, p.rt.Close())
 }
 
 // Down stops and removes every container and sandbox of DATA_DIR (unmounting their root
@@ -97,6 +97,7 @@ type parts struct {
 	srv    *cri.Server
 	net    *network.Manager
 	stream *streaming.Server // nil for Down
+	rt     *runc.Runtime
 }
 
 // open fills cfg's defaults and opens the stores and the CRI server, and with withStreaming
@@ -132,7 +133,7 @@ func open(ctx context.Context, cfg Config, withStreaming bool) (parts, error) {
 		return parts{}, fmt.Errorf("runtime: open image store: %w", err)
 	}
 	runcRoot := filepath.Join(dir, "runc")
-	rt, err := runc.New(runc.Config{Binary: cfg.Runc, Root: runcRoot, Shim: cfg.Shim})
+	rt, err := runc.New(runc.Config{Binary: cfg.Runc, Root: runcRoot, Shim: cfg.Shim, ShimPool: shimPool})
 	if err != nil {
 		return parts{}, fmt.Errorf("runtime: %w", err)
 	}
@@ -171,8 +172,13 @@ func open(ctx context.Context, cfg Config, withStreaming bool) (parts, error) {
 		}
 		return parts{}, err
 	}
-	return parts{cfg: cfg, srv: srv, net: net, stream: stream}, nil
+	return parts{cfg: cfg, srv: srv, net: net, stream: stream, rt: rt}, nil
 }
+
+// shimPool is how many container shims the runtime keeps started ahead of CreateContainer
+// (runc.Config.ShimPool): one start of the kubette binary less on each container's create.
+// The pool fills at the first create, so `kubette down` starts none.
+const shimPool = 2
 
 // limits are what this process may hand to containers.
 type limits struct {

@@ -9,7 +9,13 @@
 // "ready" or runc's error to Create over an inherited pipe, then copies both pipes into the
 // container's log file in the CRI format, reaps the container's init and writes exit.json beside
 // the bundle (in the container directory) before it exits. Start, State, Kill, Delete, Exec and
-// List run runc directly; State merges `runc state` with exit.json.
+// List run runc directly; State merges `runc state` with exit.json, except for a container this
+// Runtime started whose init still lives, which it reports running without asking runc.
+//
+// With Config.ShimPool > 0, shims are started ahead with -pooled and wait for their container
+// (id, bundle, log path as JSON) on fd 4; Create hands the container to one of them and starts a
+// replacement, so that a container's create does not wait for the binary to start. Close ends
+// the idle ones.
 //
 // Files the package keeps in the container directory (the parent of the bundle): exit.json
 // (the shim), shim.log (the shim's own stdout and stderr), shim.pid, init.pid, runc.log (runc's

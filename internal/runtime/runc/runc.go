@@ -38,6 +38,9 @@ type Config struct {
 	Binary string   // "runc" (or "crun"); default "runc"
 	Root   string   // runc --root; created if missing
 	Shim   []string // argv that starts the shim, e.g. {os.Executable(), "shim"}; default exactly that
+	// ShimPool is how many shims are kept started ahead of Create (pool.go); 0 starts each
+	// shim in Create.
+	ShimPool int
 }
 
 // Runtime drives the runc binary. Its only state of its own is the pids of the shims it started
@@ -49,9 +52,12 @@ type Runtime struct {
 	root   string
 	shim   []string
 
-	mu    sync.Mutex
-	shims map[int]struct{}    // pids of started shims not yet reaped
-	live  map[string]liveInit // container ID → the init Start started (see live.go)
+	mu       sync.Mutex
+	shims    map[int]struct{}    // pids of started shims not yet reaped
+	live     map[string]liveInit // container ID → the init Start started (see live.go)
+	poolSize int                 // Config.ShimPool
+	idle     []*idleShim         // shims started ahead (pool.go)
+	closed   bool                // Close ran: no more idle shims
 }
 
 // New checks that the runc binary exists and creates Root.
@@ -81,7 +87,7 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		shim = []string{exe, "shim"}
 	}
-	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}, live: map[string]liveInit{}}, nil
+	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}, live: map[string]liveInit{}, poolSize: max(cfg.ShimPool, 0)}, nil
 }
 
 // Status is a container's lifecycle state.
@@ -131,34 +137,20 @@ func (r *Runtime) Create(ctx context.Context, id, bundleDir, logPath string) (er
 		return fmt.Errorf("create container %s: %w", id, err)
 	}
 	defer shimLog.Close()
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("create container %s: %w", id, err)
-	}
-	defer readyR.Close()
 
 	r.reapShims()
 	// The shim starts detached: in its own session, holding no directory of the runtime's. It
 	// is this process's child, reaped by a later call (reapShims) once it has exited; starting
 	// it through a first stage that re-executes it and exits would cost a second start of the
-	// (large) binary on every container's create.
+	// (large) binary on every container's create. An idle shim of the pool, started ahead,
+	// saves even the one start; the pool is topped up once this container is created.
 	a := shimArgs{id: id, bundle: bundleDir, root: r.root, runc: r.binary, logPath: logPath, detached: true}
-	cmd := exec.Command(r.shim[0], append(append([]string(nil), r.shim[1:]...), a.flags()...)...)
-	cmd.Env = append(os.Environ(), ShimEnv+"=1")
-	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = shimLog, shimLog
-	cmd.ExtraFiles = []*os.File{readyW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	readyW.Close()
+	readyR, err := r.startShim(a, shimLog)
 	if err != nil {
-		return fmt.Errorf("create container %s: start shim: %w", id, err)
+		return fmt.Errorf("create container %s: %w", id, err)
 	}
-	r.mu.Lock()
-	r.shims[cmd.Process.Pid] = struct{}{}
-	r.mu.Unlock()
-	// Reaping goes by pid (wait4), so the process handle is let go now.
-	_ = cmd.Process.Release()
+	defer readyR.Close()
+	defer r.fillPool()
 	stop := context.AfterFunc(ctx, func() { _ = readyR.SetReadDeadline(time.Now()) })
 	defer stop()
 	msg, err := io.ReadAll(readyR)

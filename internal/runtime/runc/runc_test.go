@@ -760,3 +760,66 @@ func TestStateOfAStartedContainerRunsNoRunc(t *testing.T) {
 		t.Errorf("State after SIGKILL = %+v, want exit code 137 and the start time %v", st, want.StartedAt)
 	}
 }
+
+// TestShimPool checks that Create hands containers to shims started ahead, tops the pool up,
+// falls back to starting a shim when the idle one is gone, and that Close ends the idle ones.
+func TestShimPool(t *testing.T) {
+	f := newFixture(t)
+	rt, err := New(Config{Root: f.root, Shim: f.rt.shim, ShimPool: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rt = rt
+	idlePid := func() int {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if len(rt.idle) != 1 {
+			t.Fatalf("%d idle shims, want 1", len(rt.idle))
+		}
+		return rt.idle[0].pid
+	}
+	f.run(t, []string{"sleep", "1000"}, nil) // no idle shim yet: started by Create
+	first := idlePid()
+	c := f.run(t, []string{"sh", "-c", "echo from the pool; exit 3"}, nil)
+	if pid, err := readPid(filepath.Join(c.dir, shimPidFile)); err != nil || pid != first {
+		t.Errorf("shim of the second container = %d, %v; want the idle shim %d", pid, err, first)
+	}
+	if st := f.waitStopped(t, c.id); st.ExitCode != 3 {
+		t.Errorf("exit code %d, want 3", st.ExitCode)
+	}
+	if entries := readLog(t, c.log); len(entries) != 1 || entries[0].content != "from the pool" {
+		t.Errorf("log = %+v", entries)
+	}
+	second := idlePid()
+	if second == first {
+		t.Fatal("the pool was not topped up")
+	}
+	// An idle shim that died is replaced by a shim Create starts.
+	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the idle shim to die", func() bool {
+		start, alive := procStartTime(second)
+		return !alive && start == ""
+	})
+	c = f.run(t, []string{"sh", "-c", "echo fallback"}, nil)
+	if pid, err := readPid(filepath.Join(c.dir, shimPidFile)); err != nil || pid == second {
+		t.Errorf("shim of the third container = %d, %v; want a new one", pid, err)
+	}
+	if st := f.waitStopped(t, c.id); st.ExitCode != 0 {
+		t.Errorf("exit code %d, want 0", st.ExitCode)
+	}
+	last := idlePid()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(last, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("idle shim %d after Close: kill 0 = %v, want ESRCH (exited and reaped)", last, err)
+	}
+	rt.mu.Lock()
+	n := len(rt.idle)
+	rt.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d idle shims after Close", n)
+	}
+}

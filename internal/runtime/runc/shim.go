@@ -73,10 +73,22 @@ func ShimMain(args []string) int {
 	fs.StringVar(&a.runc, "runc", "runc", "runc binary")
 	fs.StringVar(&a.logPath, "log", "", "container log file (CRI format)")
 	fs.BoolVar(&a.detached, "detached", false, "internal: already re-executed in its own session")
+	pooled := fs.Bool("pooled", false, "internal: started ahead; the container (id, bundle, log) comes as JSON on fd 4")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ready := os.NewFile(3, "ready")
+	if *pooled {
+		if err := readJob(&a); errors.Is(err, io.EOF) {
+			ready.Close()
+			return 0 // the pool closed: no container for this shim
+		} else if err != nil {
+			return reportFailure(ready, err)
+		}
+		if err := redirectOutput(filepath.Join(filepath.Dir(a.bundle), shimLogFile)); err != nil {
+			return reportFailure(ready, err)
+		}
+	}
 	if a.id == "" || a.bundle == "" || a.root == "" || a.logPath == "" {
 		return reportFailure(ready, errors.New("shim: -id, -bundle, -root and -log are required"))
 	}

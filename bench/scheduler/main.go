@@ -65,6 +65,9 @@ type options struct {
 	podsFirst bool
 	// nodes > 0 registers that many nodes without a kubelet (no sim needed).
 	nodes int
+	// cpuProfile, when set, is the file that gets this process's CPU profile
+	// (the in-process scheduler's with --pods-first) over the bind phase.
+	cpuProfile string
 }
 
 func main() {
@@ -77,6 +80,7 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 10000, "client-side burst")
 	flag.BoolVar(&o.podsFirst, "pods-first", false, "create every pod first, then start a scheduler in this process (schedulerName bench-scheduler-<run>, so the cluster's scheduler ignores them) and time the binds alone")
 	flag.IntVar(&o.nodes, "nodes", 0, "register this many Ready nodes with no kubelet behind them (nodes only, as upstream scheduler_perf: run no `kubette sim`); they are deleted at the end")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile over the bind phase to this file (with --pods-first: the in-process scheduler's)")
 	flag.Parse()
 	if o.kubeconfig == "" || o.pods <= 0 || o.workers <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: scheduler --kubeconfig FILE [--pods N>0] [--workers W>0] [flags]")
@@ -263,7 +267,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return fmt.Errorf("create pods: %w", createErr)
 	}
 	if o.podsFirst {
-		return bindPhase(ctx, cfg, cs, schedulerName, created, tr, out)
+		return bindPhase(ctx, cfg, cs, schedulerName, created, o.cpuProfile, tr, out)
 	}
 
 	waitErr := tr.wait(ctx, start.Add(bindTimeout), func(t *bindTracker) bool { return len(t.bound) >= created })

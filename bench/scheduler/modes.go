@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +120,11 @@ func startScheduler(ctx context.Context, cfg *rest.Config, name string) (stop fu
 // waits for all of them to be bound, then reports the bind rate, the time from
 // the scheduler's start to each bind, the server's requests and the CPU of the
 // bind phase alone (the bench's CPU includes the scheduler's).
-func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, schedulerName string, created int, tr *bindTracker, out io.Writer) error {
+func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, schedulerName string, created int, cpuProfile string, tr *bindTracker, out io.Writer) error {
+	stopProfile, err := startCPUProfile(cpuProfile)
+	if err != nil {
+		return err
+	}
 	before, err := fetchMetrics(ctx, cs)
 	if err != nil {
 		fmt.Fprintf(out, "note:    no server metrics (%v)\n", err)
@@ -135,6 +141,9 @@ func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, s
 	}
 	busyAfter, _, _ := benchutil.HostCPU()
 	benchCPU := processCPU() - benchBefore
+	if err := stopProfile(); err != nil {
+		fmt.Fprintf(out, "note:    %v\n", err)
+	}
 	if err := stop(); err != nil {
 		fmt.Fprintf(out, "note:    scheduler ended with %v\n", err)
 	}
@@ -164,4 +173,27 @@ func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, s
 		return fmt.Errorf("wait for %d pods to be bound: %w", created, waitErr)
 	}
 	return nil
+}
+
+// startCPUProfile starts writing this process's CPU profile to path (nothing
+// when path is empty); the returned stop ends it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write cpu profile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }

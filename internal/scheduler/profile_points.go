@@ -24,21 +24,28 @@ func podPriority(p *corev1.Pod) int32 {
 // again without them (so that the pod's anti-affinity and spread constraints do
 // not count pods that may never come).
 func (p *profile) runFilterWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	return p.filterWithNominatedPods(ctx, state, pod, ni, p.activeFilters(state))
+}
+
+// filterWithNominatedPods is runFilterWithNominatedPods with the cycle's Filter
+// plugins worked out once (activeFilters) by a caller that filters many nodes.
+func (p *profile) filterWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, filters []framework.FilterPlugin) *framework.Status {
 	added, stateWith, niWith, err := p.addNominatedPods(ctx, state, pod, ni)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	st := p.runFilter(ctx, stateWith, pod, niWith)
+	st := p.runFilterPlugins(ctx, stateWith, pod, niWith, filters)
 	if !added || !st.IsSuccess() {
 		return st
 	}
-	return p.runFilter(ctx, state, pod, ni)
+	return p.runFilterPlugins(ctx, state, pod, ni, filters)
 }
 
 // addNominatedPods returns copies of state and ni with the node's nominated pods
 // of higher or equal priority than pod added, or the originals when there are none.
+// With no nominated pod anywhere (the common case) it does not look at the node.
 func (p *profile) addNominatedPods(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) (bool, *framework.CycleState, *framework.NodeInfo, error) {
-	if p.nominator == nil || ni.Node() == nil {
+	if p.nominator == nil || !p.nominator.HasNominatedPods() || ni.Node() == nil {
 		return false, state, ni, nil
 	}
 	nominated := p.nominator.NominatedPodsForNode(ni.Node().Name)

@@ -263,6 +263,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 	clear(statuses)
 	clear(passed)
 
+	filters := s.profile.activeFilters(state)
 	p := s.profile.parallelism
 	chunk := max(1, min(int(math.Sqrt(float64(numAll))), numToFind/(2*p)))
 	workers := min(p, (numAll+chunk-1)/chunk)
@@ -282,7 +283,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 				}
 				fit := 0
 				for i := lo; i < min(lo+chunk, numAll); i++ {
-					st := s.profile.runFilterWithNominatedPods(ctx, state, pod, nodes[(start+i)%numAll])
+					st := s.profile.filterWithNominatedPods(ctx, state, pod, nodes[(start+i)%numAll], filters)
 					switch {
 					case st.IsSuccess():
 						passed[i] = true

@@ -431,7 +431,7 @@ func sameImages(a, b *corev1.Node) bool {
 // addNodeImageStates counts the node's images and gives its NodeInfo one summary
 // per image name (the snapshot replaces them with summaries holding NumNodes).
 func (c *Cache) addNodeImageStates(node *corev1.Node, info *framework.NodeInfo) {
-	sums := make(map[string]*framework.ImageStateSummary)
+	var sums map[string]*framework.ImageStateSummary
 	for _, image := range node.Status.Images {
 		for _, name := range image.Names {
 			st, ok := c.imageStates[name]
@@ -440,6 +440,9 @@ func (c *Cache) addNodeImageStates(node *corev1.Node, info *framework.NodeInfo) 
 				c.imageStates[name] = st
 			}
 			st.nodes.Insert(node.Name)
+			if sums == nil {
+				sums = make(map[string]*framework.ImageStateSummary)
+			}
 			if _, ok := sums[name]; !ok {
 				sums[name] = &framework.ImageStateSummary{Size: st.size, NumNodes: st.nodes.Len()}
 			}

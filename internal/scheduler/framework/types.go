@@ -264,7 +264,8 @@ type NodeInfo struct {
 	NonZeroRequested Resource
 	// Allocatable is the node's allocatable resources.
 	Allocatable Resource
-	// ImageStates summarises the images present on the node (filled by the snapshot).
+	// ImageStates summarises the images present on the node (filled by the snapshot);
+	// nil when there are none, so that scoring a node without images reads no map.
 	ImageStates map[string]*ImageStateSummary
 	// Generation increases on every change (the snapshot copies only changed nodes).
 	Generation int64
@@ -272,7 +273,7 @@ type NodeInfo struct {
 
 // NewNodeInfo returns an info holding the given pods (no node yet).
 func NewNodeInfo(pods ...*corev1.Pod) *NodeInfo {
-	ni := &NodeInfo{UsedPorts: HostPortInfo{}, ImageStates: map[string]*ImageStateSummary{}}
+	ni := &NodeInfo{UsedPorts: HostPortInfo{}}
 	for _, p := range pods {
 		ni.AddPod(p)
 	}
@@ -379,8 +380,10 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		NonZeroRequested: n.NonZeroRequested.Clone(),
 		Allocatable:      n.Allocatable.Clone(),
 		UsedPorts:        HostPortInfo{},
-		ImageStates:      make(map[string]*ImageStateSummary, len(n.ImageStates)),
 		Generation:       n.Generation,
+	}
+	if len(n.ImageStates) > 0 {
+		out.ImageStates = make(map[string]*ImageStateSummary, len(n.ImageStates))
 	}
 	if len(n.PodsWithAffinity) > 0 {
 		out.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)

@@ -101,6 +101,9 @@ func (q *PriorityQueue) DeleteNominatedPodIfExists(pod *corev1.Pod) {
 	q.nominator.deleteLocked(pod)
 }
 
+// HasNominatedPods reports whether any pod is nominated, without the lock.
+func (q *PriorityQueue) HasNominatedPods() bool { return q.nominator.count.Load() > 0 }
+
 // NominatedPodsForNode returns a copy of the pods nominated for the node.
 func (q *PriorityQueue) NominatedPodsForNode(nodeName string) []*corev1.Pod {
 	if q.nominator.count.Load() == 0 {

@@ -64,6 +64,9 @@ func newSnapshot(nodes []*corev1.Node) fakeLister {
 		ni.SetNode(n)
 		for _, img := range n.Status.Images {
 			for _, name := range img.Names {
+				if ni.ImageStates == nil {
+					ni.ImageStates = map[string]*framework.ImageStateSummary{}
+				}
 				ni.ImageStates[name] = &framework.ImageStateSummary{Size: img.SizeBytes, NumNodes: len(holders[name])}
 			}
 		}

@@ -8,6 +8,16 @@
 //
 // The bench builds a one-layer image from the host's static busybox, loads it with
 // `kubette image load`, and runs `sleep` pods with imagePullPolicy Never.
+//
+// On a shared machine wall-clock latency depends on everything else that runs; --cpuacct
+// names a cgroup v1 cpuacct directory that holds `kubette up` (its children inherit it: the
+// shims, runc, the CNI plugins, iptables), and each phase then also prints the CPU time that
+// cgroup spent per pod, from the first create to the last pod Running, less what the idle
+// cluster spends in as long (its rate measured over idleWindow before the phase):
+//
+//	mkdir /sys/fs/cgroup/cpuacct/kubette-bench
+//	sh -c 'echo $$ > /sys/fs/cgroup/cpuacct/kubette-bench/cgroup.procs; exec /tmp/kubette up --data-dir /tmp/kb --port 16443' &
+//	go run ./bench/podstartup ... --cpuacct /sys/fs/cgroup/cpuacct/kubette-bench
 package main
 
 import (
@@ -21,6 +31,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,8 +53,8 @@ const imageRef = "bench.kubette.io/busybox:podstartup"
 
 func main() {
 	var (
-		kubeconfig, kubette, dataDir, busybox string
-		pods, parallel                        int
+		kubeconfig, kubette, dataDir, busybox, cpuacct string
+		pods, parallel                                 int
 	)
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig of a cluster whose node is this machine")
 	flag.StringVar(&kubette, "kubette", "kubette", "the kubette binary (for `image load`)")
@@ -50,14 +62,15 @@ func main() {
 	flag.StringVar(&busybox, "busybox", "/bin/busybox", "a static busybox for the image")
 	flag.IntVar(&pods, "pods", 50, "pods per phase")
 	flag.IntVar(&parallel, "parallel", 10, "pods created at once in the second phase")
+	flag.StringVar(&cpuacct, "cpuacct", "", "a cgroup v1 cpuacct directory holding the cluster's processes: print their CPU time per pod (less the idle cluster's) too")
 	flag.Parse()
-	if err := run(kubeconfig, kubette, dataDir, busybox, pods, parallel); err != nil {
+	if err := run(kubeconfig, kubette, dataDir, busybox, cpuacct, pods, parallel); err != nil {
 		fmt.Fprintln(os.Stderr, "podstartup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, kubette, dataDir, busybox string, pods, parallel int) error {
+func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel int) error {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -79,34 +92,39 @@ func run(kubeconfig, kubette, dataDir, busybox string, pods, parallel int) error
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
 	// Warm-up: the first pod pays for one-time work (cgroup parents, the bridge).
-	if _, err := measure(ctx, client, dataDir, ns, "warmup", 1, 1); err != nil {
+	if _, _, err := measure(ctx, client, dataDir, cpuacct, ns, "warmup", 1, 1); err != nil {
 		return err
 	}
 	for _, phase := range []struct {
 		name string
 		at   int
 	}{{"sequential", 1}, {fmt.Sprintf("%d at a time", parallel), parallel}} {
-		lat, err := measure(ctx, client, dataDir, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
+		lat, cpu, err := measure(ctx, client, dataDir, cpuacct, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
 		if err != nil {
 			return fmt.Errorf("%s: %w", phase.name, err)
 		}
 		s := benchutil.Sorted(lat)
-		fmt.Printf("%-14s pods %3d  create→Running p50 %s  p90 %s  p99 %s  max %s\n", phase.name+":", len(s),
+		cpuText := ""
+		if cpuacct != "" {
+			cpuText = "  CPU/pod " + benchutil.FormatDuration(cpu/time.Duration(len(s)))
+		}
+		fmt.Printf("%-14s pods %3d  create→Running p50 %s  p90 %s  p99 %s  max %s%s\n", phase.name+":", len(s),
 			benchutil.FormatDuration(benchutil.Percentile(s, 50)), benchutil.FormatDuration(benchutil.Percentile(s, 90)),
-			benchutil.FormatDuration(benchutil.Percentile(s, 99)), benchutil.FormatDuration(s[len(s)-1]))
+			benchutil.FormatDuration(benchutil.Percentile(s, 99)), benchutil.FormatDuration(s[len(s)-1]), cpuText)
 	}
 	return nil
 }
 
 // measure creates n pods, at most `at` of them starting at once, and returns each one's time from create to
-// the watch event showing it Running; then it deletes them and waits until they are gone, from the API and
+// the watch event showing it Running, and the CPU time of the cpuacct cgroup ("" = none) from the first
+// create to the last pod Running; then it deletes them and waits until they are gone, from the API and
 // from the node's runtime (its sandbox directories under DATA_DIR/runtime/sandboxes), so that the next
 // phase does not share the machine with the teardown of this one.
-func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, prefix string, n, at int) ([]time.Duration, error) {
+func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, _ error) {
 	label := map[string]string{"bench": prefix}
 	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -133,6 +151,15 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, pref
 			}
 		}
 	}()
+	idle, err := idleRate(cpuacct)
+	if err != nil {
+		return nil, 0, err
+	}
+	cpuBefore, err := cpuUsage(cpuacct)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
 	sem := make(chan struct{}, at)
 	var wg sync.WaitGroup
 	var createErr error
@@ -165,13 +192,18 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, pref
 	}
 	wg.Wait()
 	if createErr != nil {
-		return nil, createErr
+		return nil, 0, createErr
 	}
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
-		return nil, errors.New("pods not Running within 2 minutes")
+		return nil, 0, errors.New("pods not Running within 2 minutes")
 	}
+	cpuAfter, err := cpuUsage(cpuacct)
+	if err != nil {
+		return nil, 0, err
+	}
+	cpu = cpuAfter - cpuBefore - time.Duration(idle*float64(time.Since(start)))
 	var out []time.Duration
 	mu.Lock()
 	for name, at := range runningAt {
@@ -181,7 +213,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, pref
 	zero := int64(0)
 	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
 		metav1.ListOptions{LabelSelector: "bench=" + prefix}); err != nil {
-		return nil, fmt.Errorf("delete pods: %w", err)
+		return nil, 0, fmt.Errorf("delete pods: %w", err)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
@@ -189,7 +221,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, pref
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.New("pods not gone within 2 minutes")
+			return nil, 0, errors.New("pods not gone within 2 minutes")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -197,17 +229,54 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, ns, pref
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		left, err := os.ReadDir(sandboxes)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("wait for the runtime's teardown: %w", err)
+			return nil, 0, fmt.Errorf("wait for the runtime's teardown: %w", err)
 		}
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
+			return nil, 0, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return out, nil
+	return out, cpu, nil
+}
+
+// idleWindow is how long the cluster's idle CPU rate is measured before a phase.
+const idleWindow = 5 * time.Second
+
+// idleRate is the CPU time per second the cpuacct cgroup spends over idleWindow (0 for "").
+func idleRate(dir string) (float64, error) {
+	if dir == "" {
+		return 0, nil
+	}
+	before, err := cpuUsage(dir)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	time.Sleep(idleWindow)
+	after, err := cpuUsage(dir)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(time.Since(t0)), nil
+}
+
+// cpuUsage reads the CPU time a cgroup v1 cpuacct directory has used (0 for "").
+func cpuUsage(dir string) (time.Duration, error) {
+	if dir == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	if err != nil {
+		return 0, fmt.Errorf("cpu usage: %w", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cpu usage of %s: %w", dir, err)
+	}
+	return time.Duration(ns), nil
 }
 
 func benchPod(name string, labels map[string]string) *v1.Pod {

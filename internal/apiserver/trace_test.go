@@ -42,13 +42,13 @@ func (h headerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return h.rt.RoundTrip(req)
 }
 
-func traceServer(t *testing.T, capacity int) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
+func traceServer(t testing.TB, capacity int) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
 	t.Helper()
 	return authzServer(t, capacity, nil)
 }
 
 // authzServer is traceServer with an authorizer (nil: every authenticated user may do anything).
-func authzServer(t *testing.T, capacity int, authz filters.Authorizer) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
+func authzServer(t testing.TB, capacity int, authz filters.Authorizer) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,7 @@ import (
 
 // get makes a GET as user (anonymous when empty) with extra headers, and returns the
 // answer with its body read.
-func get(t *testing.T, url, user string, header ...string) (*http.Response, string) {
+func get(t testing.TB, url, user string, header ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -54,7 +55,7 @@ func status(t *testing.T, body string) metav1.Status {
 	return st
 }
 
-func createWeb(t *testing.T, c kubernetes.Interface) *appsv1.Deployment {
+func createWeb(t testing.TB, c kubernetes.Interface) *appsv1.Deployment {
 	t.Helper()
 	labels := map[string]string{"app": "web"}
 	d, err := c.AppsV1().Deployments("default").Create(context.Background(), &appsv1.Deployment{
@@ -251,5 +252,55 @@ func TestUITraceOff(t *testing.T) {
 	}
 	if resp, _ := get(t, hs.URL+"/ui/", "admin"); resp.StatusCode != http.StatusOK {
 		t.Errorf("page with tracing off: %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkUITracePoll measures one poll of the page's diagram for a Deployment with a
+// ReplicaSet and three pods: collecting through the in-process client, rendering the
+// SVG, and answering 304 (the page's steady state) or 200 with the SVG. cpu-ms/op is
+// the process's CPU time (server and client together) per poll, a figure that holds
+// on a loaded machine.
+func BenchmarkUITracePoll(b *testing.B) {
+	hs, client := traceServer(b, 0)
+	kubectl := client("admin", "kubectl/v1.32.0 (linux/amd64) kubernetes/test")
+	d := createWeb(b, kubectl)
+	ctx := context.Background()
+	rsClient := client("system:kube-controller-manager", "kubette/v0 (linux/amd64) kubernetes/x/kube-controller-manager")
+	rs, err := rsClient.AppsV1().ReplicaSets("default").Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-5d9c", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: d.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3), Selector: d.Spec.Selector, Template: d.Spec.Template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := rsClient.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "web-5d9c-", Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
+			Spec: d.Spec.Template.Spec,
+		}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	url := hs.URL + "/ui/api/trace?kind=deployment&namespace=default&name=web"
+	resp, _ := get(b, url, "admin")
+	etag := resp.Header.Get("ETag")
+	for _, c := range []struct {
+		name   string
+		header []string
+		code   int
+	}{{"unchanged", []string{"If-None-Match", etag}, http.StatusNotModified}, {"changed", nil, http.StatusOK}} {
+		b.Run(c.name, func(b *testing.B) {
+			before := cpuTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if resp, body := get(b, url, "admin", c.header...); resp.StatusCode != c.code {
+					b.Fatalf("%d %s", resp.StatusCode, body)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-before)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		})
 	}
 }

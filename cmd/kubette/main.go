@@ -80,7 +80,7 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&n.name, "node-name", "", "the Node's name (default: the host name)")
 	cmd.Flags().StringVar(&n.podCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod address range")
 	cmd.Flags().Int32Var(&n.kubeletPort, "kubelet-port", 10250, "the kubelet's HTTPS port (logs)")
-	cmd.Flags().IntVar(&n.dnsPort, "dns-port", 53, "port of the cluster DNS server on the node's address (pods reach it as the kube-dns Service, 10.96.0.10:53)")
+	cmd.Flags().IntVar(&n.dnsPort, "dns-port", 53, "port of the cluster DNS server on the node's address (pods reach it as the kube-dns Service: port 53 of the 10th address of --service-cluster-ip-range, 10.96.0.10 by default)")
 	cmd.Flags().StringVar(&n.runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
 	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
 	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/controlplane"
@@ -80,7 +81,7 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		}()
 	}
 	if cfg.Node != nil {
-		if err := startNode(ctx, cp, cfg.DataDir, *cfg.Node, cfg.Logger, run); err != nil {
+		if err := startNode(ctx, cp, cfg.DataDir, cfg.ServiceCIDR(), *cfg.Node, cfg.Logger, run); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -90,6 +91,15 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		}
 	}
 	return cp, nil
+}
+
+// ServiceCIDR is the service range the API server allocates from: the proxy guards it,
+// and its 10th address is the cluster DNS Service's.
+func (c Config) ServiceCIDR() string {
+	if c.ServiceClusterIPRange == "" {
+		return apiserver.DefaultServiceClusterIPRange
+	}
+	return c.ServiceClusterIPRange
 }
 
 // Version is the Kubernetes version kubette reports.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -19,17 +20,30 @@ import (
 	"github.com/kubette/kubette/internal/dns"
 )
 
-// DNSServiceIP is the ClusterIP of the kube-system/kube-dns Service, the pods' nameserver.
-const DNSServiceIP = "10.96.0.10"
+// DNSServiceIP returns the ClusterIP of the kube-system/kube-dns Service, the pods'
+// nameserver: the 10th address of the service range serviceCIDR (10.96.0.10 in
+// 10.96.0.0/12), as kubeadm picks it.
+func DNSServiceIP(serviceCIDR string) (string, error) {
+	p, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil || !p.Addr().Is4() {
+		return "", fmt.Errorf("service range %q: want an IPv4 CIDR", serviceCIDR)
+	}
+	if p.Bits() > 28 {
+		return "", fmt.Errorf("service range %s has no 10th address for the cluster DNS Service", p)
+	}
+	a := p.Masked().Addr().As4()
+	n := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]) + 10
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String(), nil
+}
 
 // dnsManagedBy marks the kube-dns EndpointSlice as kubette's own (the EndpointSlice
 // controller leaves Services without a selector alone).
 const dnsManagedBy = "kubette-up"
 
 // startDNS runs the cluster DNS server on the node's address and port, and publishes it as
-// the kube-system/kube-dns Service (ClusterIP DNSServiceIP, port 53) whose endpoint is that
+// the kube-system/kube-dns Service (ClusterIP serviceIP, port 53) whose endpoint is that
 // address: the proxy's rules carry pods' queries to it.
-func startDNS(ctx context.Context, cp *controlplane.ControlPlane, nodeIP string, port int, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
+func startDNS(ctx context.Context, cp *controlplane.ControlPlane, serviceIP, nodeIP string, port int, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
 	restCfg, err := cp.ComponentConfig("dns", "system:kubette-dns")
 	if err != nil {
 		return fmt.Errorf("dns credentials: %w", err)
@@ -46,7 +60,7 @@ func startDNS(ctx context.Context, cp *controlplane.ControlPlane, nodeIP string,
 	run("dns service", func(ctx context.Context) error {
 		// Retried until it holds: the API server may still be starting its allocators.
 		for {
-			err := publishDNS(ctx, client, nodeIP, int32(port))
+			err := publishDNS(ctx, client, serviceIP, nodeIP, int32(port))
 			if err == nil || ctx.Err() != nil {
 				return nil
 			}
@@ -62,7 +76,7 @@ func startDNS(ctx context.Context, cp *controlplane.ControlPlane, nodeIP string,
 }
 
 // publishDNS creates (or repairs) the kube-dns Service and its EndpointSlice and Endpoints.
-func publishDNS(ctx context.Context, client kubernetes.Interface, nodeIP string, port int32) error {
+func publishDNS(ctx context.Context, client kubernetes.Interface, serviceIP, nodeIP string, port int32) error {
 	const ns, name = "kube-system", "kube-dns"
 	labels := map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}
 	ports := []v1.ServicePort{
@@ -71,7 +85,7 @@ func publishDNS(ctx context.Context, client kubernetes.Interface, nodeIP string,
 	}
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec:       v1.ServiceSpec{ClusterIP: DNSServiceIP, ClusterIPs: []string{DNSServiceIP}, Ports: ports},
+		Spec:       v1.ServiceSpec{ClusterIP: serviceIP, ClusterIPs: []string{serviceIP}, Ports: ports},
 	}
 	// Looked up first: a create of an existing Service that asks for its own ClusterIP fails
 	// on the address, not on the name.

@@ -44,7 +44,7 @@ func CheckNode(cfg NodeConfig) error {
 }
 
 // startNode starts the runtime and the node agent under run, which owns their goroutines.
-func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir string, cfg NodeConfig, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
+func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serviceCIDR string, cfg NodeConfig, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
 	if cfg.Name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -82,7 +82,7 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir strin
 	if err != nil {
 		return fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	if err := startProxy(ctx, cp, cfg.Name, log, run); err != nil {
+	if err := startProxy(ctx, cp, cfg.Name, serviceCIDR, log, run); err != nil {
 		return err
 	}
 	var clusterDNS []string
@@ -90,10 +90,14 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir strin
 		if cfg.DNSPort == 0 {
 			cfg.DNSPort = 53
 		}
-		if err := startDNS(ctx, cp, ips[0].String(), cfg.DNSPort, log, run); err != nil {
+		dnsIP, err := DNSServiceIP(serviceCIDR)
+		if err != nil {
+			return fmt.Errorf("cluster DNS: %w", err)
+		}
+		if err := startDNS(ctx, cp, dnsIP, ips[0].String(), cfg.DNSPort, log, run); err != nil {
 			return err
 		}
-		clusterDNS = []string{DNSServiceIP}
+		clusterDNS = []string{dnsIP}
 	} else {
 		log.Warn("no node address for the cluster DNS server: pods get the host's resolvers")
 	}

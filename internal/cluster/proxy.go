@@ -12,15 +12,17 @@ import (
 	"github.com/kubette/kubette/internal/proxy"
 )
 
-// DefaultServiceCIDR and DefaultClusterCIDR are the address ranges of Services and pods.
+// DefaultServiceCIDR and DefaultClusterCIDR are the address ranges of Services (unless
+// --service-cluster-ip-range says otherwise) and pods.
 const (
 	DefaultServiceCIDR = "10.96.0.0/12"
 	DefaultClusterCIDR = "10.244.0.0/16"
 )
 
 // startProxy runs the service proxy of this node: Services and EndpointSlices become
-// iptables rules, and packets to the service range that no rule DNATed are rejected here.
-func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName string, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
+// iptables rules, and packets to the service range serviceCIDR that no rule DNATed are
+// rejected here.
+func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName, serviceCIDR string, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
 	restCfg, err := cp.ComponentConfig("proxy", "system:kube-proxy")
 	if err != nil {
 		return fmt.Errorf("proxy credentials: %w", err)
@@ -33,7 +35,7 @@ func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName str
 	}
 	p, err := proxy.New(proxy.Options{
 		Client: client, NodeName: nodeName,
-		ServiceCIDR: DefaultServiceCIDR, ClusterCIDR: DefaultClusterCIDR,
+		ServiceCIDR: serviceCIDR, ClusterCIDR: DefaultClusterCIDR,
 		RejectUnroutedPodCIDR: true,
 		Logger:                log.With("component", "proxy"),
 	})

@@ -55,11 +55,14 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 		return false, errors.Join(syncErr, err)
 	}
 	st := k.podStatus(pod, rt, w, false)
+	if k.cfg.Probes != nil {
+		// The prober learns of newly running containers before the status is written, so that
+		// one without probes is started and ready in the same write that reports it running.
+		k.cfg.Probes.Update(pod, st)
+		st = k.podStatus(pod, rt, w, false)
+	}
 	if err := k.writeStatus(ctx, pod, st); err != nil {
 		return false, errors.Join(syncErr, err)
-	}
-	if k.cfg.Probes != nil {
-		k.cfg.Probes.Update(pod, st)
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		return false, errors.Join(syncErr, k.stopPod(ctx, pod, rt, gracePeriod(pod)))

@@ -76,3 +76,40 @@ func TestSyncAfterOwnWriteBeforeTheInformerSeesIt(t *testing.T) {
 		t.Errorf("%d status writes after a second sync with nothing changed, want 1", n)
 	}
 }
+
+// learningProbes answers like the real prober: nothing for a pod its Update has not seen, and
+// started and ready for containers without probes once it has.
+type learningProbes struct {
+	*fakeProbes
+	seen map[types.UID]bool
+}
+
+func (l *learningProbes) Update(pod *v1.Pod, _ *v1.PodStatus) { l.seen[pod.UID] = true }
+func (l *learningProbes) Ready(uid types.UID, _ string) bool  { return l.seen[uid] }
+func (l *learningProbes) Started(uid types.UID, _ string) bool {
+	return l.seen[uid]
+}
+
+// A container without probes is reported running, started and ready in one status write.
+func TestFirstRunningStatusIsReady(t *testing.T) {
+	h := newHarness(t)
+	h.k.cfg.Probes = &learningProbes{fakeProbes: h.probes, seen: map[types.UID]bool{}}
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("app", "img:1")}}})
+	w := &podWorker{uid: pod.UID, waiting: map[string]waitingReason{}}
+	if _, err := h.k.syncPod(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	var writes []*v1.Pod
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			writes = append(writes, a.(k8stesting.UpdateAction).GetObject().(*v1.Pod))
+		}
+	}
+	if len(writes) != 1 {
+		t.Fatalf("%d status writes, want 1", len(writes))
+	}
+	st := writes[0].Status
+	if st.Phase != v1.PodRunning || len(st.ContainerStatuses) != 1 || !st.ContainerStatuses[0].Ready || !podCondition(writes[0], v1.PodReady) {
+		t.Errorf("first status: phase %s, containers %+v, conditions %+v; want Running and Ready", st.Phase, st.ContainerStatuses, st.Conditions)
+	}
+}

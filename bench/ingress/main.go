@@ -3,7 +3,10 @@
 // change takes to be served (a new Ingress, an endpoint change) with 10 and
 // 1000 Ingresses, what one configuration costs (build+render, nginx -t), and
 // requests per second through nginx to one backend with a Go load generator
-// on this host. It prints plain lines meant to be pasted into a report.
+// on this host. Each measure is taken with endpoints through nginx's Lua
+// balancer (no reload) and through reloads (plain upstreams), unless
+// --endpoint-updates picks one. It prints plain lines meant to be pasted
+// into a report.
 //
 // Backends listen on this host's default-route address (the API rejects
 // loopback endpoint addresses); nginx listens on 127.0.0.1. No traffic
@@ -49,16 +52,22 @@ func main() {
 	conc := flag.Int("concurrency", 32, "load generator connections")
 	dur := flag.Duration("duration", 5*time.Second, "load generator duration")
 	workers := flag.String("worker-processes", "auto", "nginx worker_processes")
+	modes := flag.String("endpoint-updates", "lua,reload", "endpoint update modes to measure in turn: lua (the Lua balancer; fails without the module), reload (forces reloads and plain upstreams)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *sizes, *runs, *conc, *dur, *workers); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+	for _, mode := range strings.Split(*modes, ",") {
+		if err := run(ctx, strings.TrimSpace(mode), *sizes, *runs, *conc, *dur, *workers); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
 	}
 }
 
-func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, workers string) error {
+func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Duration, workers string) error {
+	if mode != ingress.EndpointsLua && mode != ingress.EndpointsReload {
+		return fmt.Errorf("bad --endpoint-updates entry %q: want lua or reload", mode)
+	}
 	dir, err := os.MkdirTemp("", "ingress-bench")
 	if err != nil {
 		return err
@@ -100,7 +109,7 @@ func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, w
 	httpPort, httpsPort := freePort(), freePort()
 	c, err := ingress.New(ingress.Options{
 		Client: client, DataDir: filepath.Join(dir, "data"), HTTPPort: httpPort, HTTPSPort: httpsPort,
-		ListenAddress: "127.0.0.1", PublishIP: hostIP, WorkerProcesses: workers, Logger: quiet,
+		ListenAddress: "127.0.0.1", PublishIP: hostIP, WorkerProcesses: workers, EndpointUpdates: mode, Logger: quiet,
 	})
 	if err != nil {
 		return err
@@ -121,7 +130,7 @@ func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, w
 		return err
 	}
 	h := &prober{port: httpPort, client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
-	fmt.Printf("ingress bench: nginx on 127.0.0.1:%d, backends on %s, %d runs per size\n", httpPort, hostIP, runs)
+	fmt.Printf("[%s] ingress bench: nginx on 127.0.0.1:%d, backends on %s, %d runs per size\n", mode, httpPort, hostIP, runs)
 
 	created := 0
 	for _, s := range strings.Split(sizes, ",") {
@@ -138,8 +147,11 @@ func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, w
 		if err := h.waitBody(ctx, fmt.Sprintf("i%d.bench.example", n-1), "one"); err != nil {
 			return err
 		}
-		fmt.Printf("%5d ingresses: all served %v after the first create\n", n, time.Since(start).Round(time.Millisecond))
-		offline(n, dir)
+		fmt.Printf("[%s] %5d ingresses: all served %v after the first create\n", mode, n, time.Since(start).Round(time.Millisecond))
+		if st := c.Stats(); st.Lua != (mode == ingress.EndpointsLua) {
+			return fmt.Errorf("controller Lua=%v in mode %s", st.Lua, mode)
+		}
+		offline(mode, n, dir)
 		st0 := c.Stats()
 		var add, ep []time.Duration
 		cur := "one" // the body the service answers now
@@ -177,9 +189,10 @@ func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, w
 			cur = body
 		}
 		st := c.Stats()
-		fmt.Printf("%5d ingresses: new Ingress -> served        %s\n", n, summary(add))
-		fmt.Printf("%5d ingresses: endpoint change -> served    %s (reload-based)\n", n, summary(ep))
-		fmt.Printf("%5d ingresses: during the runs %d syncs, %d nginx -t, %d reloads\n", n, st.Syncs-st0.Syncs, st.Checks-st0.Checks, st.Reloads-st0.Reloads)
+		fmt.Printf("[%s] %5d ingresses: new Ingress -> served        %s\n", mode, n, summary(add))
+		fmt.Printf("[%s] %5d ingresses: endpoint change -> served    %s\n", mode, n, summary(ep))
+		fmt.Printf("[%s] %5d ingresses: during the runs %d syncs, %d nginx -t, %d reloads, %d endpoint pushes, %d failed reloads\n", mode, n,
+			st.Syncs-st0.Syncs, st.Checks-st0.Checks, st.Reloads-st0.Reloads, st.EndpointPushes-st0.EndpointPushes, st.FailedReloads-st0.FailedReloads)
 		if _, err := client.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice(hostIP, b1), metav1.UpdateOptions{}); err != nil {
 			return err
 		}
@@ -187,12 +200,20 @@ func run(ctx context.Context, sizes string, runs, conc int, dur time.Duration, w
 			return err
 		}
 	}
-	return load(ctx, httpPort, b1, hostIP, conc, dur)
+	return load(ctx, mode, httpPort, b1, hostIP, conc, dur)
 }
 
 // offline times Build+Render and nginx -t for n Ingresses, outside the
-// controller.
-func offline(n int, dir string) {
+// controller, with Lua in mode lua.
+func offline(mode string, n int, dir string) {
+	var lua *nginx.Lua
+	if mode == ingress.EndpointsLua {
+		var err error
+		if lua, err = nginx.DetectLua(context.Background(), "nginx", filepath.Join(dir, "offline-probe"), nil); err != nil {
+			fmt.Println("offline:", err)
+			return
+		}
+	}
 	in := ingress.Inputs{Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}}}
 	in.Slices = []*discoveryv1.EndpointSlice{slice("192.0.2.1", 8080)}
@@ -200,11 +221,11 @@ func offline(n int, dir string) {
 		in.Ingresses = append(in.Ingresses, ing(fmt.Sprintf("i%d", i)))
 	}
 	prefix := filepath.Join(dir, "offline")
-	for _, d := range []string{"conf", "logs", "certs", "tmp"} {
+	for _, d := range []string{"conf", "logs", "certs", "tmp", "run"} {
 		_ = os.MkdirAll(filepath.Join(prefix, d), 0o700)
 	}
 	t0 := time.Now()
-	m := ingress.Build(ingress.Layout{Prefix: prefix, ListenAddress: "127.0.0.1", HTTPPort: 1, HTTPSPort: 2}, in)
+	m := ingress.Build(ingress.Layout{Prefix: prefix, ListenAddress: "127.0.0.1", HTTPPort: 1, HTTPSPort: 2, Lua: lua}, in)
 	conf := nginx.Render(m.Config)
 	build := time.Since(t0)
 	file := filepath.Join(prefix, "conf", "nginx.conf")
@@ -215,7 +236,7 @@ func offline(n int, dir string) {
 	t0 = time.Now()
 	err := nginx.Check(context.Background(), "nginx", prefix, file)
 	check := time.Since(t0)
-	fmt.Printf("%5d ingresses: build+render %v (%d KiB), nginx -t %v (err %v)\n", n, build.Round(time.Microsecond), len(conf)/1024, check.Round(time.Millisecond), err)
+	fmt.Printf("[%s] %5d ingresses: build+render %v (%d KiB), nginx -t %v (err %v)\n", mode, n, build.Round(time.Microsecond), len(conf)/1024, check.Round(time.Millisecond), err)
 }
 
 func ing(name string) *networkingv1.Ingress {
@@ -301,7 +322,7 @@ func summary(d []time.Duration) string {
 
 // load runs conc keep-alive clients for dur, through nginx and then
 // directly to the backend for comparison.
-func load(ctx context.Context, nginxPort, backendPort int, hostIP string, conc int, dur time.Duration) error {
+func load(ctx context.Context, mode string, nginxPort, backendPort int, hostIP string, conc int, dur time.Duration) error {
 	for _, target := range []struct{ what, url, host string }{
 		{"through nginx", fmt.Sprintf("http://127.0.0.1:%d/", nginxPort), "i0.bench.example"},
 		{"direct to backend", fmt.Sprintf("http://%s/", net.JoinHostPort(hostIP, strconv.Itoa(backendPort))), ""},
@@ -345,7 +366,7 @@ func load(ctx context.Context, nginxPort, backendPort int, hostIP string, conc i
 		if len(all) == 0 {
 			return fmt.Errorf("load %s: no successful request (%d failed)", target.what, fail.Load())
 		}
-		fmt.Printf("load %-18s %d conns %v: %8.0f req/s  ok %d  failed %d  p50 %v  p99 %v\n", target.what+":", conc, dur,
+		fmt.Printf("[%s] load %-18s %d conns %v: %8.0f req/s  ok %d  failed %d  p50 %v  p99 %v\n", mode, target.what+":", conc, dur,
 			float64(ok.Load())/el.Seconds(), ok.Load(), fail.Load(), all[len(all)/2].Round(time.Microsecond), all[len(all)*99/100].Round(time.Microsecond))
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 )
 
 func newIngress() *cobra.Command {
-	var kubeconfig, dataDir, nginxBin, listen, publishIP, className, logLevel, workers string
+	var kubeconfig, dataDir, nginxBin, listen, publishIP, className, logLevel, workers, endpointUpdates string
 	var httpPort, httpsPort int
 	var ensureClass, defaultClass bool
 	cmd := &cobra.Command{
@@ -36,7 +36,7 @@ func newIngress() *cobra.Command {
 			c, err := ingress.New(ingress.Options{
 				Client: client, DataDir: dataDir, NginxBinary: nginxBin, HTTPPort: httpPort, HTTPSPort: httpsPort,
 				ListenAddress: listen, PublishIP: publishIP, ClassName: className, DefaultClass: defaultClass,
-				WorkerProcesses: workers, Logger: logger,
+				WorkerProcesses: workers, EndpointUpdates: endpointUpdates, Logger: logger,
 			})
 			if err != nil {
 				return err
@@ -60,6 +60,8 @@ func newIngress() *cobra.Command {
 	cmd.Flags().BoolVar(&ensureClass, "ensure-class", true, "create the IngressClass when it does not exist")
 	cmd.Flags().BoolVar(&defaultClass, "default-class", false, "mark a created IngressClass as the cluster's default")
 	cmd.Flags().StringVar(&workers, "worker-processes", "auto", "nginx worker_processes")
+	cmd.Flags().StringVar(&endpointUpdates, "endpoint-updates", ingress.EndpointsAuto,
+		"how endpoint changes reach nginx: lua (through nginx's Lua module, no reload), reload, or auto (lua when the module works)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -16,27 +16,46 @@ var (
 // comments) and of every upstream ("upstream:NAME"), and for every upstream
 // the Ingresses that proxy to it.
 func confSections(conf []byte) (text map[string]string, users map[string][]string) {
-	text, users = map[string]string{}, map[string][]string{}
+	parts := map[string]*strings.Builder{}
+	add := func(key, line string) {
+		b := parts[key]
+		if b == nil {
+			b = &strings.Builder{}
+			parts[key] = b
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	users = map[string][]string{}
 	owner, upstream := "", ""
 	for _, l := range strings.Split(string(conf), "\n") {
 		if upstream != "" {
-			text["upstream:"+upstream] += l + "\n"
+			add("upstream:"+upstream, l)
 			if l == "    }" {
 				upstream = ""
 			}
 			continue
 		}
-		if m := upstreamStart.FindStringSubmatch(l); m != nil {
-			upstream = m[1]
-			continue
+		if strings.HasPrefix(l, "    upstream ") {
+			if m := upstreamStart.FindStringSubmatch(l); m != nil {
+				upstream = m[1]
+				continue
+			}
 		}
 		if o, ok := strings.CutPrefix(strings.TrimSpace(l), "# owner "); ok {
 			owner = o
 		}
-		text[owner] += l + "\n"
+		add(owner, l)
+		if !strings.Contains(l, "proxy_pass ") {
+			continue
+		}
 		if m := proxyPass.FindStringSubmatch(l); m != nil && !slices.Contains(users[m[1]], owner) {
 			users[m[1]] = append(users[m[1]], owner)
 		}
+	}
+	text = make(map[string]string, len(parts))
+	for k, b := range parts {
+		text[k] = b.String()
 	}
 	return text, users
 }

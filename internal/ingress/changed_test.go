@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -45,5 +46,23 @@ func TestChangedOwners(t *testing.T) {
 	// A removed one.
 	if got, want := changedOwners(nginx.Render(c), old), []string{"ns/four"}; !slices.Equal(got, want) {
 		t.Errorf("removed Ingress: %v, want %v", got, want)
+	}
+}
+
+// BenchmarkChangedOwners compares two configurations of 1000 Ingresses.
+func BenchmarkChangedOwners(b *testing.B) {
+	c := nginx.Config{Prefix: "/p", HTTPPort: 80, HTTPSPort: 443, Upstreams: []nginx.Upstream{{Name: "ns_a_80", Servers: []string{"10.0.0.1:80"}}}}
+	for i := range 1000 {
+		c.Servers = append(c.Servers, nginx.Server{Host: fmt.Sprintf("h%d.example", i),
+			Locations: []nginx.Location{{Match: nginx.MatchPrefix, Path: "/", Owner: fmt.Sprintf("ns/i%d", i), Upstream: "ns_a_80"}}})
+	}
+	old := nginx.Render(c)
+	c.Servers = c.Servers[1:]
+	cur := nginx.Render(c)
+	b.ResetTimer()
+	for b.Loop() {
+		if got := changedOwners(old, cur); len(got) != 1 {
+			b.Fatal(got)
+		}
 	}
 }

@@ -19,15 +19,30 @@
 //     configuration and is retried with back-off. A configuration nginx
 //     rejected never replaces the running one.
 //   - A checked configuration is renamed over conf/nginx.conf and nginx is
-//     reloaded with SIGHUP. Endpoint changes are applied by reloads too
-//     (Debian's nginx has no Lua to change upstreams in place).
+//     reloaded with SIGHUP. The reload is confirmed: every configuration
+//     serves its id (a hash of it) on the control socket, and the reload
+//     counts as done when a fresh connection gets the new id. When the
+//     master logs an "[emerg]" instead (e.g. a listen address taken: `nginx
+//     -t` does not bind) or the id never comes, the reload failed: the
+//     Ingresses whose part of the configuration changed get a ReloadFailed
+//     Warning event, FailedReloads is counted, and the sync is retried with
+//     back-off (the old configuration keeps serving meanwhile).
+//   - Endpoints: when nginx's Lua module works (detected at start with a
+//     throwaway nginx, Options.EndpointUpdates), upstreams are picked by a
+//     Lua balancer from endpoints kept in a shared dict, which the
+//     controller replaces through the control socket (a unix socket in a
+//     0700 directory) and keeps in conf/backends (loaded by nginx at start
+//     and reload): an endpoint change needs no reload. Without Lua the
+//     endpoints are server lines and a change of them reloads nginx.
 //   - Status: served Ingresses get status.loadBalancer.ingress = PublishIP;
 //     one that carries exactly that address and is no longer served is
 //     cleared.
 //
 // On-disk layout under Options.DataDir/ingress: conf/nginx.conf (running),
-// conf/nginx.conf.new (candidate), certs/ (0600 certificate+key files named
-// after their content hash, 0700 directory), logs/, tmp/, nginx.pid.
+// conf/nginx.conf.new (candidate), conf/backends (endpoints, with Lua),
+// certs/ (0600 certificate+key files named after their content hash, 0700
+// directory), run/control.sock (0700 directory), logs/, tmp/, lua-probe/
+// (the Lua detection's nginx), nginx.pid.
 package ingress
 
 import (
@@ -88,9 +103,27 @@ type Options struct {
 	WorkerProcesses string
 	// MinSyncPeriod is the least time between two syncs (default 100 ms).
 	MinSyncPeriod time.Duration
+	// EndpointUpdates is how endpoint changes reach nginx: EndpointsAuto
+	// (the default: Lua when nginx's Lua module works, else reloads),
+	// EndpointsLua (Run fails without a working Lua module) or
+	// EndpointsReload.
+	EndpointUpdates string
+	// ReloadTimeout is how long a reload may take to be served before it
+	// counts as failed (default 60 s).
+	ReloadTimeout time.Duration
+	// LuaModuleDirs are where nginx's NDK and Lua modules are looked for
+	// (default nginx.DefaultModuleDirs()).
+	LuaModuleDirs []string
 	// Logger receives the controller's logs (default slog.Default()).
 	Logger *slog.Logger
 }
+
+// Endpoint update modes (Options.EndpointUpdates).
+const (
+	EndpointsAuto   = "auto"
+	EndpointsLua    = "lua"
+	EndpointsReload = "reload"
+)
 
 // Controller serves Ingresses with nginx.
 type Controller struct {
@@ -98,18 +131,27 @@ type Controller struct {
 	prefix string
 	log    *slog.Logger
 	proc   *nginx.Process
+	ctl    nginx.Control
 	wake   chan struct{}
+	// lua is set by Run when endpoints go through Lua.
+	lua atomic.Pointer[nginx.Lua]
+	// beforeReload, when set (tests), runs between the check and the
+	// reload of a new configuration.
+	beforeReload func()
 
 	// Owned by the sync loop.
-	recorder    record.EventRecorder
-	applied     []byte
-	rejected    map[string]rejection
-	reported    map[string]bool
-	secretsSeen atomic.Bool
+	recorder     record.EventRecorder
+	applied      []byte
+	rejected     map[string]rejection
+	reported     map[string]bool
+	secretsSeen  atomic.Bool
+	backendsFile []byte // content of conf/backends
+	pushed       []byte // endpoints nginx holds
+	pushedStarts int    // nginx starts when they were sent
 
-	syncs, reloads, checks, rejections atomic.Int64
-	mu                                 sync.Mutex
-	lastError                          error
+	syncs, reloads, checks, rejections, failedReloads, pushes atomic.Int64
+	mu                                                        sync.Mutex
+	lastError                                                 error
 }
 
 type rejection struct {
@@ -120,8 +162,13 @@ type rejection struct {
 // Stats count what a Controller did since it started.
 type Stats struct {
 	// Syncs counts sync attempts, Checks the `nginx -t` runs, Reloads the
-	// configurations applied, Rejections the Ingresses nginx rejected.
-	Syncs, Checks, Reloads, Rejections int64
+	// configurations applied, Rejections the Ingresses nginx rejected,
+	// FailedReloads the reloads nginx did not take, EndpointPushes the
+	// endpoint sets sent to nginx's control socket (Lua).
+	Syncs, Checks, Reloads, Rejections, FailedReloads, EndpointPushes int64
+	// Lua tells whether endpoints go through the Lua balancer (known once
+	// Run has started).
+	Lua bool
 	// LastError is the last sync's error, nil after a success.
 	LastError error
 }
@@ -154,6 +201,16 @@ func New(o Options) (*Controller, error) {
 	if o.MinSyncPeriod <= 0 {
 		o.MinSyncPeriod = 100 * time.Millisecond
 	}
+	if o.ReloadTimeout <= 0 {
+		o.ReloadTimeout = time.Minute
+	}
+	switch o.EndpointUpdates {
+	case "":
+		o.EndpointUpdates = EndpointsAuto
+	case EndpointsAuto, EndpointsLua, EndpointsReload:
+	default:
+		return nil, fmt.Errorf("ingress options: EndpointUpdates %q: want %s, %s or %s", o.EndpointUpdates, EndpointsAuto, EndpointsLua, EndpointsReload)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -170,21 +227,32 @@ func New(o Options) (*Controller, error) {
 		return nil, fmt.Errorf("ingress options: data dir: %w", err)
 	}
 	prefix := filepath.Join(dataDir, "ingress")
+	sock := nginx.ControlSocket(prefix)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("ingress options: data dir %s is too long for the control socket %s (%d bytes at most)", dataDir, sock, maxSocketPath)
+	}
 	log := o.Logger.With("component", "ingress")
-	return &Controller{
+	c := &Controller{
 		o:      o,
 		prefix: prefix,
 		log:    log,
-		proc:   &nginx.Process{Binary: bin, Prefix: prefix, Conf: filepath.Join(prefix, "conf", "nginx.conf"), Logger: log},
+		ctl:    nginx.Control{Socket: sock},
 		wake:   make(chan struct{}, 1),
-	}, nil
+	}
+	c.proc = &nginx.Process{Binary: bin, Prefix: prefix, Conf: filepath.Join(prefix, "conf", "nginx.conf"), Control: sock, Logger: log, OnStart: c.kick}
+	return c, nil
 }
+
+// maxSocketPath is the longest unix socket path Linux takes (sun_path less
+// its terminating NUL).
+const maxSocketPath = 107
 
 // Stats returns the counters so far.
 func (c *Controller) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Syncs: c.syncs.Load(), Checks: c.checks.Load(), Reloads: c.reloads.Load(), Rejections: c.rejections.Load(), LastError: c.lastError}
+	return Stats{Syncs: c.syncs.Load(), Checks: c.checks.Load(), Reloads: c.reloads.Load(), Rejections: c.rejections.Load(),
+		FailedReloads: c.failedReloads.Load(), EndpointPushes: c.pushes.Load(), Lua: c.lua.Load() != nil, LastError: c.lastError}
 }
 
 // NginxPid returns the pid of the running nginx master, 0 when none runs.
@@ -212,6 +280,9 @@ type listers struct {
 // returns.
 func (c *Controller) Run(ctx context.Context) error {
 	if err := prepareDirs(c.prefix); err != nil {
+		return err
+	}
+	if err := c.detectLua(ctx); err != nil {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(c.o.Client, 0)
@@ -255,7 +326,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		sl.Informer().HasSynced, sec.Informer().HasSynced) {
 		return nil // ctx done
 	}
-	c.log.Info("ingress controller started", "http", c.o.HTTPPort, "https", c.o.HTTPSPort, "publishIP", c.o.PublishIP, "dir", c.prefix)
+	c.log.Info("ingress controller started", "http", c.o.HTTPPort, "https", c.o.HTTPSPort, "publishIP", c.o.PublishIP, "dir", c.prefix,
+		"endpointUpdates", map[bool]string{true: EndpointsLua, false: EndpointsReload}[c.lua.Load() != nil])
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	c.loop(ctx, l, func() {
@@ -265,6 +337,24 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	})
+	return nil
+}
+
+// detectLua decides how endpoint changes reach nginx.
+func (c *Controller) detectLua(ctx context.Context) error {
+	if c.o.EndpointUpdates == EndpointsReload {
+		return nil
+	}
+	probe := filepath.Join(c.prefix, "lua-probe")
+	lua, err := nginx.DetectLua(ctx, c.o.NginxBinary, probe, c.o.LuaModuleDirs)
+	if err != nil {
+		if c.o.EndpointUpdates == EndpointsLua {
+			return fmt.Errorf("endpoint updates through Lua: %w", err)
+		}
+		c.log.Info("nginx's Lua module is not usable; endpoint changes reload nginx", "reason", err)
+		return nil
+	}
+	c.lua.Store(lua)
 	return nil
 }
 
@@ -368,7 +458,8 @@ func (c *Controller) sync(ctx context.Context, l listers) error {
 			delete(c.rejected, key)
 		}
 	}
-	layout := Layout{Prefix: c.prefix, ListenAddress: c.o.ListenAddress, HTTPPort: c.o.HTTPPort, HTTPSPort: c.o.HTTPSPort, WorkerProcesses: c.o.WorkerProcesses}
+	layout := Layout{Prefix: c.prefix, ListenAddress: c.o.ListenAddress, HTTPPort: c.o.HTTPPort, HTTPSPort: c.o.HTTPSPort,
+		WorkerProcesses: c.o.WorkerProcesses, Lua: c.lua.Load()}
 	var model Model
 	var applyErr error
 	for attempt := 0; ; attempt++ {
@@ -395,9 +486,16 @@ func (c *Controller) sync(ctx context.Context, l listers) error {
 	}
 	if applyErr != nil {
 		var ce *nginx.CheckError
-		if errors.As(applyErr, &ce) {
+		var rf *reloadFailure
+		switch {
+		case errors.As(applyErr, &ce):
 			for _, key := range model.Served {
 				problems = append(problems, Problem{Ingress: key, Reason: ReasonRejected, Message: applyErr.Error() + "; the running configuration is kept"})
+			}
+		case errors.As(applyErr, &rf):
+			for _, key := range rf.affected {
+				problems = append(problems, Problem{Ingress: key, Reason: ReasonReloadFailed,
+					Message: rf.err.Error() + "; the previous configuration keeps serving; retrying"})
 			}
 		}
 	}
@@ -405,8 +503,76 @@ func (c *Controller) sync(ctx context.Context, l listers) error {
 	if applyErr != nil {
 		return applyErr
 	}
+	if err := c.pushEndpoints(ctx, model); err != nil {
+		return err
+	}
 	return c.writeStatuses(ctx, all, model.Served)
 }
+
+// writeBackendsFile keeps conf/backends equal to the model's endpoints
+// (Lua): nginx loads it when it starts or reloads, so a new configuration's
+// workers find their backends' endpoints at once.
+func (c *Controller) writeBackendsFile(m Model) error {
+	if m.Config.Lua == nil {
+		return nil
+	}
+	text := nginx.BackendsText(m.Config.Upstreams)
+	if c.backendsFile != nil && bytes.Equal(text, c.backendsFile) {
+		return nil
+	}
+	if err := writeFileAtomic(nginx.BackendsFile(c.prefix), text, 0o600); err != nil {
+		return fmt.Errorf("write endpoints: %w", err)
+	}
+	c.backendsFile = text
+	return nil
+}
+
+// pushEndpoints sends the model's endpoints to nginx (Lua) when they differ
+// from what nginx holds, or nginx started since they were sent.
+func (c *Controller) pushEndpoints(ctx context.Context, m Model) error {
+	if m.Config.Lua == nil {
+		return nil
+	}
+	if err := c.writeBackendsFile(m); err != nil {
+		return err
+	}
+	starts := c.proc.Starts()
+	if c.pushed != nil && bytes.Equal(c.backendsFile, c.pushed) && starts == c.pushedStarts {
+		return nil
+	}
+	if c.proc.Pid() == 0 {
+		return nil // the next start loads the backends file, then kicks a sync
+	}
+	// A master that just started may not listen yet.
+	var err error
+	deadline := time.Now().Add(c.o.ReloadTimeout)
+	for {
+		var n int
+		n, err = c.ctl.PutBackends(ctx, c.backendsFile)
+		if err == nil {
+			c.log.Debug("endpoints sent to nginx", "backends", n)
+			break
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("send endpoints to nginx: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.pushes.Add(1)
+	c.pushed = c.backendsFile
+	c.pushedStarts = starts
+	return nil
+}
+
+// reloadFailure is a reload nginx did not take, with the Ingresses whose
+// part of the configuration changed.
+type reloadFailure struct {
+	err      error
+	affected []string
+}
+
+func (r *reloadFailure) Error() string { return r.err.Error() }
+func (r *reloadFailure) Unwrap() error { return r.err }
 
 // report records a Warning event for each problem not reported since it
 // last appeared.
@@ -449,7 +615,7 @@ func (c *Controller) apply(ctx context.Context, m Model) (culprit string, err er
 		return "", fmt.Errorf("write nginx config: %w", err)
 	}
 	c.checks.Add(1)
-	if err := nginx.Check(ctx, c.o.NginxBinary, c.prefix, candidate); err != nil {
+	if err := c.proc.Check(ctx, candidate); err != nil {
 		var ce *nginx.CheckError
 		if !errors.As(err, &ce) {
 			return "", err
@@ -465,11 +631,26 @@ func (c *Controller) apply(ctx context.Context, m Model) (culprit string, err er
 		}
 		return "", err
 	}
+	if err := c.writeBackendsFile(m); err != nil {
+		return "", err
+	}
 	if err := os.Rename(candidate, c.proc.Conf); err != nil {
 		return "", fmt.Errorf("install nginx config: %w", err)
 	}
-	if _, err := c.proc.Reload(); err != nil {
-		return "", err
+	if c.beforeReload != nil {
+		c.beforeReload()
+	}
+	if err := c.proc.ReloadConfirmed(ctx, nginx.ConfigID(conf), c.o.ReloadTimeout); err != nil {
+		var re *nginx.ReloadError
+		if !errors.As(err, &re) {
+			return "", err
+		}
+		c.failedReloads.Add(1)
+		affected := changedOwners(c.applied, conf)
+		if len(affected) == 0 {
+			affected = m.Served
+		}
+		return "", &reloadFailure{err: err, affected: affected}
 	}
 	c.applied = conf
 	c.reloads.Add(1)

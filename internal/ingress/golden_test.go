@@ -193,7 +193,7 @@ func TestGoldenNginxAccepts(t *testing.T) {
 // needsLua skips (fails in CI) when nginx's Lua module does not work here.
 func needsLua(t *testing.T, bin string) *nginx.Lua {
 	t.Helper()
-	lua, err := nginx.DetectLua(context.Background(), bin, t.TempDir())
+	lua, err := nginx.DetectLua(context.Background(), bin, t.TempDir(), nil)
 	if err != nil {
 		if needs.InCI() {
 			t.Fatalf("nginx Lua module (Debian libnginx-mod-http-lua): %v", err)

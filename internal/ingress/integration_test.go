@@ -16,7 +16,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -179,9 +181,20 @@ func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte, der []byte) 
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), der
 }
 
+// TestIntegration runs the controller with the real nginx and API server,
+// once with endpoints through the Lua balancer and once through reloads.
 func TestIntegration(t *testing.T) {
 	bin := needs.Binary(t, "nginx", "nginx")
 	needs.Root(t) // nginx's master opens its logs and switches workers to nobody
+	t.Run("lua", func(t *testing.T) {
+		needsLua(t, bin)
+		testIntegration(t, bin, EndpointsLua)
+	})
+	// Without a usable Lua module, auto falls back to reloads.
+	t.Run("reload", func(t *testing.T) { testIntegration(t, bin, EndpointsAuto) })
+}
+
+func testIntegration(t *testing.T, bin, mode string) {
 	// Backends listen on this host's own address (traffic to it stays on
 	// the host): the API rejects loopback endpoint addresses.
 	hostIP, hostErr := DefaultRouteIPv4()
@@ -196,13 +209,30 @@ func TestIntegration(t *testing.T) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
 	const publishIP = "192.0.2.10"
+	var moduleDirs []string // the default ones
+	if mode != EndpointsLua {
+		moduleDirs = []string{t.TempDir()} // no module there
+	}
 	c, err := New(Options{
 		Client: client, DataDir: t.TempDir(), NginxBinary: bin, HTTPPort: h.httpPort, HTTPSPort: h.httpsPort,
 		ListenAddress: "127.0.0.1", PublishIP: publishIP, WorkerProcesses: "1", MinSyncPeriod: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		EndpointUpdates: mode, LuaModuleDirs: moduleDirs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// breakReload, once armed, removes the certificates between the check
+	// and the reload of the next configuration: `nginx -t` accepted it, the
+	// reload cannot load it.
+	var breakReload atomic.Bool
+	c.beforeReload = func() {
+		if !breakReload.Swap(false) {
+			return
+		}
+		files, _ := filepath.Glob(filepath.Join(c.prefix, "certs", "*.pem"))
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
 	}
 	if err := c.EnsureClass(ctx); err != nil {
 		t.Fatal(err)
@@ -245,6 +275,9 @@ func TestIntegration(t *testing.T) {
 	t.Run("routes", func(t *testing.T) {
 		h.t = t
 		h.expect("a.example", "/", 200, "a1 /")
+		if got := c.Stats().Lua; got != (mode == EndpointsLua) {
+			t.Errorf("Stats().Lua = %v in mode %s", got, mode)
+		}
 		h.expect("b.example", "/api", 200, "b /api")
 		h.expect("b.example", "/api/x", 200, "b /api/x")
 		h.expect("b.example", "/apix", 404, "")
@@ -315,6 +348,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("endpoint added spreads requests", func(t *testing.T) {
+		before := c.Stats()
 		extra := slice("a-2", hostIP, backend(t, hostIP, "a2"))
 		extra.Labels[discoveryv1.LabelServiceName] = "a"
 		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, extra, metav1.CreateOptions{}); err != nil {
@@ -334,6 +368,66 @@ func TestIntegration(t *testing.T) {
 			}
 			return nil
 		})
+		after := c.Stats()
+		switch mode {
+		case EndpointsLua:
+			if after.Reloads != before.Reloads || after.EndpointPushes == before.EndpointPushes {
+				t.Errorf("with Lua an endpoint change is pushed without a reload: reloads %d -> %d, pushes %d -> %d",
+					before.Reloads, after.Reloads, before.EndpointPushes, after.EndpointPushes)
+			}
+		default:
+			if after.Reloads == before.Reloads || after.EndpointPushes != 0 {
+				t.Errorf("without Lua an endpoint change reloads: reloads %d -> %d, pushes %d", before.Reloads, after.Reloads, after.EndpointPushes)
+			}
+		}
+	})
+
+	t.Run("endpoints gone answer 503, back answer again", func(t *testing.T) {
+		h.t = t
+		if err := client.DiscoveryV1().EndpointSlices(ns).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.expect("b.example", "/api/x", 503, "")
+		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice("b", hostIP, portB), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.expect("b.example", "/api/x", 200, "b /api/x")
+	})
+
+	t.Run("failed reload is reported and retried", func(t *testing.T) {
+		h.t = t
+		certPEM, keyPEM, der := selfSigned(t, "fragile.example")
+		sec := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "fragile-cert", Namespace: ns}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+		}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		failed := c.Stats().FailedReloads
+		breakReload.Store(true)
+		ing := ingressObj("fragile", nil, rule("fragile.example", prefix("/", "a")))
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"fragile.example"}, SecretName: "fragile-cert"}}
+		if _, err := client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, client, "fragile", ReasonReloadFailed)
+		if got := c.Stats().FailedReloads; got <= failed {
+			t.Errorf("FailedReloads %d, want more than %d", got, failed)
+		}
+		// The retry rewrites the certificates and the reload takes.
+		eventually(t, "fragile.example over HTTPS after the retry", func() error {
+			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", h.httpsPort), &tls.Config{ServerName: "fragile.example", InsecureSkipVerify: true})
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if peer := conn.ConnectionState().PeerCertificates; len(peer) == 0 || string(peer[0].Raw) != string(der) {
+				return fmt.Errorf("peer certificate is not the secret's")
+			}
+			return nil
+		})
+		h.expect("a.example", "/", 200, "a")
 	})
 
 	t.Run("large body within proxy-body-size", func(t *testing.T) {

@@ -84,7 +84,11 @@ func TestIngressRoutesToPods(t *testing.T) {
 		t.Errorf("the Ingress has no address:\n%s", nc.must(t, "get", "ingress", "web", "-o", "yaml"))
 	}
 
-	// Scaling a spreads requests over its new pods.
+	// Scaling a spreads requests over its new pods. With nginx's Lua module the new
+	// endpoints reach nginx through its control socket: no reload.
+	_, luaErr := os.Stat("/usr/lib/nginx/modules/ngx_http_lua_module.so")
+	errorLog := filepath.Join(nc.dataDir, "ingress", "logs", "error.log")
+	reloadsBefore := countIn(t, errorLog, "reconfiguring")
 	nc.must(t, "scale", "deployment", "a", "--replicas=3")
 	nc.must(t, "rollout", "status", "deployment/a", "--timeout=90s")
 	seen := map[string]bool{}
@@ -97,6 +101,15 @@ func TestIngressRoutesToPods(t *testing.T) {
 	})
 	if len(seen) < 3 {
 		t.Errorf("requests to a.example reached %d pods after scaling to 3: %v", len(seen), seen)
+	}
+	if luaErr == nil {
+		if n := countIn(t, errorLog, "reconfiguring"); n != reloadsBefore {
+			t.Errorf("nginx reloaded %d times while a scaled, want none (endpoints through Lua)", n-reloadsBefore)
+		}
+		backends, err := os.ReadFile(filepath.Join(nc.dataDir, "ingress", "conf", "backends"))
+		if err != nil || !strings.Contains(string(backends), "default_a_80 ") || len(strings.Fields(lineWith(string(backends), "default_a_80 "))) != 4 {
+			t.Errorf("conf/backends should list a's 3 endpoints: %q %v", backends, err)
+		}
 	}
 
 	// Deleting the Ingress removes its routes.
@@ -153,3 +166,23 @@ func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte) {
 }
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+// countIn counts the lines of file containing s.
+func countIn(t *testing.T, file, s string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("read %s: %v", file, err)
+	}
+	return strings.Count(string(b), s)
+}
+
+// lineWith returns the first line of text containing s.
+func lineWith(text, s string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}

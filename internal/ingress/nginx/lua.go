@@ -13,9 +13,12 @@ import (
 	"time"
 )
 
-// ModuleDirs are where DetectLua looks for the NDK and Lua modules (Debian's
-// libnginx-mod-http-ndk and libnginx-mod-http-lua install into the first).
-var ModuleDirs = []string{"/usr/lib/nginx/modules", "/usr/share/nginx/modules", "/usr/local/nginx/modules", "/etc/nginx/modules"}
+// DefaultModuleDirs are where DetectLua looks for the NDK and Lua modules by
+// default (Debian's libnginx-mod-http-ndk and libnginx-mod-http-lua install
+// into the first).
+func DefaultModuleDirs() []string {
+	return []string{"/usr/lib/nginx/modules", "/usr/share/nginx/modules", "/usr/local/nginx/modules", "/etc/nginx/modules"}
+}
 
 // Module file names, in load order.
 const (
@@ -23,7 +26,8 @@ const (
 	luaModule = "ngx_http_lua_module.so"
 )
 
-// DetectLua finds nginx's Lua module and proves that it works with binary:
+// DetectLua finds nginx's Lua module in moduleDirs (nil: DefaultModuleDirs)
+// and proves that it works with binary:
 // it starts a throwaway nginx in dir (an empty directory it may use) that
 // loads the modules, runs kubette's Lua code (which needs lua-resty-core) and
 // answers a request on a unix socket, then stops it. It returns the Lua
@@ -31,9 +35,12 @@ const (
 //
 // `nginx -t` alone is not enough: it neither creates the Lua VM nor loads
 // resty.core, without which the real start fails.
-func DetectLua(ctx context.Context, binary, dir string) (*Lua, error) {
+func DetectLua(ctx context.Context, binary, dir string, moduleDirs []string) (*Lua, error) {
+	if moduleDirs == nil {
+		moduleDirs = DefaultModuleDirs()
+	}
 	var lua *Lua
-	for _, d := range ModuleDirs {
+	for _, d := range moduleDirs {
 		ndk, lm := filepath.Join(d, ndkModule), filepath.Join(d, luaModule)
 		if fileExists(lm) {
 			lua = &Lua{Modules: []string{lm}}
@@ -44,7 +51,7 @@ func DetectLua(ctx context.Context, binary, dir string) (*Lua, error) {
 		}
 	}
 	if lua == nil {
-		return nil, fmt.Errorf("no %s in %s (Debian: libnginx-mod-http-lua)", luaModule, strings.Join(ModuleDirs, ", "))
+		return nil, fmt.Errorf("no %s in %s (Debian: libnginx-mod-http-lua)", luaModule, strings.Join(moduleDirs, ", "))
 	}
 	for _, d := range []string{"conf", "logs", "run", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {

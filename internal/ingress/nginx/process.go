@@ -47,9 +47,44 @@ type Process struct {
 	// OnStart, when set, is called after each start of a master.
 	OnStart func()
 
-	mu     sync.Mutex
-	pid    int
-	starts int
+	// startMu is held while a master starts (until it wrote its pid file,
+	// so its signal handlers are installed and its sockets bound) and
+	// while Check runs: `nginx -t` binds a unix socket that does not exist
+	// yet, which a master starting at the same time would find taken, and
+	// a SIGHUP before the handlers are installed would kill the master.
+	startMu sync.Mutex
+	mu      sync.Mutex
+	pid     int
+	starts  int
+}
+
+// readyTimeout bounds the wait for a starting master's pid file.
+const readyTimeout = 30 * time.Second
+
+// Check runs Check on conf with p's binary and prefix, never while a master
+// is starting.
+func (p *Process) Check(ctx context.Context, conf string) error {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	return Check(ctx, p.Binary, p.Prefix, conf)
+}
+
+// awaitReady waits until the master pid wrote its pid file, exited, or
+// readyTimeout passed.
+func (p *Process) awaitReady(pid int, exited <-chan struct{}) {
+	file := filepath.Join(p.Prefix, "nginx.pid")
+	want := strconv.Itoa(pid)
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == want {
+			return
+		}
+		select {
+		case <-exited:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // Run starts nginx and keeps it running until ctx is done; then it stops
@@ -92,8 +127,10 @@ func (p *Process) Run(ctx context.Context) error {
 }
 
 func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
+	p.startMu.Lock()
 	if p.Control != "" {
 		if err := os.Remove(p.Control); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.startMu.Unlock()
 			return fmt.Errorf("remove stale control socket: %w", err)
 		}
 	}
@@ -101,17 +138,25 @@ func (p *Process) runOnce(ctx context.Context, stop time.Duration) error {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		p.startMu.Unlock()
 		return fmt.Errorf("start nginx: %w", err)
 	}
 	p.mu.Lock()
 	p.pid = cmd.Process.Pid
 	p.starts++
 	p.mu.Unlock()
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		close(exited)
+		done <- err
+	}()
+	p.awaitReady(cmd.Process.Pid, exited)
+	p.startMu.Unlock()
 	if p.OnStart != nil {
 		p.OnStart()
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	defer func() {
 		p.mu.Lock()
 		p.pid = 0
@@ -164,10 +209,12 @@ func (p *Process) killStale(log *slog.Logger) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
-// Reload asks the running master to re-read its configuration (SIGHUP). It
-// reports false when no master is running (the next start reads the new
-// configuration anyway).
+// Reload asks the running master to re-read its configuration (SIGHUP),
+// waiting for a master that is starting to be ready. It reports false when
+// no master is running (the next start reads the new configuration anyway).
 func (p *Process) Reload() (bool, error) {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pid == 0 {

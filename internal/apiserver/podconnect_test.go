@@ -302,12 +302,18 @@ func TestKubectlExec(t *testing.T) {
 	kubectl := needs.Binary(t, "kubectl", "kubectl")
 	env := startConnectEnv(t)
 	ctx := ctxT(t)
-	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", env.Kubeconfig, "exec", "-i", "web", "--", "cat", "-", "x")
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", env.Kubeconfig, "-v=4", "exec", "-i", "web", "--", "cat", "-", "x")
 	cmd.Stdin = strings.NewReader("piped\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Errorf("kubectl exec: %v, want exit code 2", err)
+	}
+	// kubectl stayed on its WebSocket session: no fallback to SPDY.
+	if strings.Contains(stderr.String(), "fallback") {
+		t.Errorf("kubectl exec fell back to SPDY:\n%s", stderr.String())
 	}
 	if string(out) != "web-app: cat - x (tty false)\npiped\n" {
 		t.Errorf("kubectl exec output %q", out)

@@ -149,6 +149,8 @@ type Controller struct {
 	pushed       []byte // endpoints nginx holds
 	pushedStarts int    // nginx starts when they were sent
 
+	events syncEvents // traceevents.go; owned by the sync loop
+
 	syncs, reloads, checks, rejections, failedReloads, pushes atomic.Int64
 	mu                                                        sync.Mutex
 	lastError                                                 error
@@ -499,6 +501,7 @@ func (c *Controller) sync(ctx context.Context, l listers) error {
 			}
 		}
 	}
+	c.reportSynced(mine) // traceevents.go
 	c.report(problems, byKey)
 	if applyErr != nil {
 		return applyErr

@@ -69,7 +69,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // integration test (TRACE_RECORD_FIXTURE) on a control plane with a simulated node; and
 // node-*.json, flows recorded by the e2e test on a real node (KUBETTE_TRACE_FIXTURES):
 // a Deployment, a Service and an Ingress.
-var goldenFixtures = []string{"deployment", "recorded"}
+var goldenFixtures = []string{"deployment", "recorded", "node-deployment", "node-service", "node-ingress"}
 
 // TestGolden renders every fixture in goldenFixtures.
 func TestGolden(t *testing.T) {

@@ -119,3 +119,82 @@ func tryGet(url string) (string, error) {
 	}
 	return string(b[:n]), nil
 }
+
+// TestLoadBalancerLocalPolicyAndServiceRange runs a node whose service range is not the
+// default one: the cluster DNS Service takes its 10th address and pods resolve through it.
+// A LoadBalancer Service with externalTrafficPolicy Local shows <pending> until a status
+// names an ingress IP (here the node's own address, so that nothing can leave the machine);
+// then the proxy serves that IP on the service port. Its healthCheckNodePort answers 200
+// with the node's local endpoint count.
+func TestLoadBalancerLocalPolicyAndServiceRange(t *testing.T) {
+	nc := startNodeCluster(t, "--dns-port", strconv.Itoa(freePort(t)), "--service-cluster-ip-range", "10.150.0.0/16")
+	registry := testimage.Registry(t)
+	testimage.Push(t, registry, "kubette/server:v1", testimage.HTTPServer(t))
+	image := registry + "/kubette/server:v1"
+
+	if !poll(60*time.Second, func() bool {
+		r := nc.kubectl(t, "get", "service", "kube-dns", "-n", "kube-system", "-o", "jsonpath={.spec.clusterIP}")
+		return r.err == nil && r.stdout == "10.150.0.10"
+	}) {
+		t.Fatalf("kube-dns did not get 10.150.0.10: %s", nc.kubectl(t, "get", "service", "-A"))
+	}
+
+	nc.must(t, "create", "deployment", "web", "--image="+image, "--replicas=2")
+	nc.must(t, "rollout", "status", "deployment/web", "--timeout=90s")
+	nc.must(t, "expose", "deployment", "web", "--type=LoadBalancer", "--port=18080", "--target-port=8080")
+	nc.must(t, "patch", "service", "web", "--type=merge", "-p", `{"spec":{"externalTrafficPolicy":"Local"}}`)
+	clusterIP := nc.must(t, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+	if !strings.HasPrefix(clusterIP, "10.150.") {
+		t.Errorf("clusterIP %q is not from 10.150.0.0/16", clusterIP)
+	}
+	hc := nc.must(t, "get", "service", "web", "-o", "jsonpath={.spec.healthCheckNodePort}")
+	nodePort := nc.must(t, "get", "service", "web", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	if hc == "" || hc == "0" || nodePort == "" {
+		t.Fatalf("service web: healthCheckNodePort %q nodePort %q", hc, nodePort)
+	}
+	rows := tableRows(nc.must(t, "get", "service", "web"))
+	if len(rows) != 2 || rows[1][3] != "<pending>" {
+		t.Errorf("kubectl get service web, want EXTERNAL-IP <pending>:\n%v", rows)
+	}
+
+	// ClusterIP and NodePort serve (from the host: short-circuited to every endpoint).
+	if got := podsReached(t, "http://"+clusterIP+":18080/", 2); len(got) < 2 {
+		t.Errorf("the ClusterIP reached %d pods: %v", len(got), got)
+	}
+	hostIP := nc.must(t, "get", "nodes", "-o", "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}")
+	if body := httpGet(t, "http://"+hostIP+":"+nodePort+"/"); !strings.Contains(body, "hostname=web-") {
+		t.Errorf("the NodePort answered %q", body)
+	}
+	// The health check port: both endpoints are on this node.
+	var health string
+	if !poll(30*time.Second, func() bool {
+		var err error
+		health, err = tryGet("http://" + hostIP + ":" + hc + "/healthz")
+		return err == nil && strings.Contains(health, `"localEndpoints": 2`)
+	}) {
+		t.Errorf("health check port %s answered %q, want 200 with 2 local endpoints", hc, health)
+	}
+
+	// Nothing serves the node's address on the service port until the status names it.
+	lbURL := "http://" + hostIP + ":18080/"
+	if body, err := tryGet(lbURL); err == nil {
+		t.Fatalf("%s answered %q before any load-balancer status", lbURL, body)
+	}
+	nc.must(t, "patch", "service", "web", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"loadBalancer":{"ingress":[{"ip":"`+hostIP+`"}]}}}`)
+	rows = tableRows(nc.must(t, "get", "service", "web"))
+	if len(rows) != 2 || rows[1][3] != hostIP {
+		t.Errorf("kubectl get service web, want EXTERNAL-IP %s:\n%v", hostIP, rows)
+	}
+	if got := podsReached(t, lbURL, 2); len(got) < 2 {
+		t.Errorf("the load-balancer IP reached %d pods: %v", len(got), got)
+	}
+
+	// A pod resolves the Service through the cluster DNS at 10.150.0.10.
+	nc.must(t, "run", "client", "--image="+image, "--restart=Never", "--command", "--",
+		"/server", "get", "http://web.default.svc.cluster.local:18080/", "3")
+	nc.waitPod(t, "client", "completion", 90*time.Second, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed })
+	if out := nc.must(t, "logs", "client"); !strings.Contains(out, "hostname=web-") {
+		t.Errorf("a pod did not reach web.default.svc.cluster.local through 10.150.0.10:\n%s", out)
+	}
+}

@@ -38,6 +38,9 @@ func subresourceOf(r *registry.Resource, sub string) subresourceInfo {
 		return subresourceInfo{schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, metav1.Verbs{"create"}}
 	case "log":
 		return subresourceInfo{own, metav1.Verbs{"get"}}
+	case subresourceExec, subresourceAttach, subresourcePortForward:
+		kind := map[string]string{subresourceExec: "PodExecOptions", subresourceAttach: "PodAttachOptions", subresourcePortForward: "PodPortForwardOptions"}[sub]
+		return subresourceInfo{schema.GroupVersionKind{Version: "v1", Kind: kind}, metav1.Verbs{"create", "get"}}
 	case "finalize":
 		return subresourceInfo{own, metav1.Verbs{"update"}}
 	case "eviction":

@@ -99,10 +99,6 @@ func (s *Server) serveResource(w http.ResponseWriter, req *http.Request, ri *req
 		s.handleSelfSubjectReview(w, req, ri)
 		return
 	}
-	if r.Kind == "Pod" && r.GroupVersion.Group == "" && isPodConnect(ri.subresource) && ri.name != "" && ri.namespace != "" {
-		s.handlePodConnect(w, req, ri) // pods/exec, pods/attach, pods/portforward (podconnect.go)
-		return
-	}
 	if ri.subresource != "" && !r.HasSubresource(ri.subresource) {
 		s.writeError(w, req, apierrors.NewNotFound(r.GroupResource(), ri.name))
 		return
@@ -133,6 +129,9 @@ func (s *Server) serveResource(w http.ResponseWriter, req *http.Request, ri *req
 		return
 	case "log":
 		s.handlePodLog(w, req, ri)
+		return
+	case subresourceExec, subresourceAttach, subresourcePortForward:
+		s.handlePodConnect(w, req, ri)
 		return
 	case "finalize":
 		if ri.verb != "update" {

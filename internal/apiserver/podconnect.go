@@ -25,11 +25,6 @@ const (
 	subresourcePortForward = "portforward"
 )
 
-// isPodConnect reports whether sub is one of the pod connect subresources.
-func isPodConnect(sub string) bool {
-	return sub == subresourceExec || sub == subresourceAttach || sub == subresourcePortForward
-}
-
 // connectOptions are a connect request's options: PodExecOptions, PodAttachOptions or
 // PodPortForwardOptions, read from the query.
 type connectOptions struct {

@@ -45,7 +45,7 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod", Namespaced: true,
 			ShortNames: []string{"po"}, Categories: []string{"all"}, StoragePrefix: "/registry/pods",
-			Subresources:        []string{"status", "binding", "log", "ephemeralcontainers"},
+			Subresources:        []string{"status", "binding", "log", "ephemeralcontainers", "exec", "attach", "portforward"},
 			ReturnDeletedObject: true,
 			New:                 func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
 			Fields: podFields,

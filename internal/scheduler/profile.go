@@ -319,7 +319,7 @@ func (p *profile) runScore(ctx context.Context, state *framework.CycleState, pod
 	totals := grow(buf.totals, len(nodes))
 	buf.totals = totals
 	for i, ni := range nodes {
-		totals[i] = framework.NodeScore{Name: ni.Node().Name}
+		totals[i] = framework.NodeScore{Name: ni.NodeName()}
 	}
 	active := buf.active[:0]
 	for _, pl := range p.score {

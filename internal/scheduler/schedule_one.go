@@ -319,7 +319,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 	}
 	for i := 0; i < cut; i++ {
 		if st := statuses[i]; st != nil {
-			diagnosis.NodeToStatus[nodes[(start+i)%numAll].Node().Name] = st
+			diagnosis.NodeToStatus[nodes[(start+i)%numAll].NodeName()] = st
 			diagnosis.addPluginStatus(st)
 		}
 	}
@@ -349,7 +349,7 @@ func (s *Scheduler) prioritizeNodes(ctx context.Context, state *framework.CycleS
 	if !s.profile.hasScorePlugins() {
 		out := make([]framework.NodeScore, len(nodes))
 		for i, ni := range nodes {
-			out[i] = framework.NodeScore{Name: ni.Node().Name, Score: 1}
+			out[i] = framework.NodeScore{Name: ni.NodeName(), Score: 1}
 		}
 		return out, nil
 	}

@@ -252,6 +252,13 @@ func hasRequiredAntiAffinity(p *corev1.Pod) bool {
 // NodeInfo is one node and the pods on it (bound or assumed), with aggregates.
 type NodeInfo struct {
 	node *corev1.Node
+	// name, unschedulable and taints copy the node's fields that filtering and
+	// scoring read for every node, so that they read the NodeInfo alone: the
+	// Node object lies elsewhere in memory, and touching it was a cache miss per
+	// node — the largest cost of filtering 5000 nodes.
+	name          string
+	unschedulable bool
+	taints        []corev1.Taint
 	// Pods are the pods on the node.
 	Pods []*PodInfo
 	// PodsWithAffinity and PodsWithRequiredAntiAffinity are subsets of Pods.
@@ -288,9 +295,19 @@ func (n *NodeInfo) Node() *corev1.Node {
 	return n.node
 }
 
+// NodeName returns the node's name ("" when there is no node yet).
+func (n *NodeInfo) NodeName() string { return n.name }
+
+// Unschedulable returns the node's spec.unschedulable.
+func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
+
+// Taints returns the node's spec.taints (shared with the node: not to be modified).
+func (n *NodeInfo) Taints() []corev1.Taint { return n.taints }
+
 // SetNode sets the node and its allocatable resources.
 func (n *NodeInfo) SetNode(node *corev1.Node) {
 	n.node = node
+	n.name, n.unschedulable, n.taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
 	n.Allocatable = NewResource(node.Status.Allocatable)
 	n.Generation++
 }
@@ -375,6 +392,9 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int64) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{
 		node:             n.node,
+		name:             n.name,
+		unschedulable:    n.unschedulable,
+		taints:           n.taints,
 		Pods:             append([]*PodInfo(nil), n.Pods...),
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),

@@ -50,7 +50,7 @@ func (pl *NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, 
 	if node == nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnknownCondition)
 	}
-	if !node.Spec.Unschedulable {
+	if !nodeInfo.Unschedulable() { // the node's spec.unschedulable, kept in the NodeInfo
 		return nil
 	}
 	for i := range pod.Spec.Tolerations {

@@ -68,7 +68,7 @@ func (pl *TaintToleration) Filter(_ context.Context, _ *framework.CycleState, po
 	if node == nil {
 		return framework.AsStatus(fmt.Errorf("%s: invalid nodeInfo: no node", Name))
 	}
-	taints := node.Spec.Taints
+	taints := nodeInfo.Taints() // the node's spec.taints, kept in the NodeInfo
 	for i := range taints {
 		taint := &taints[i]
 		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
@@ -156,7 +156,7 @@ func (pl *TaintToleration) Score(_ context.Context, state *framework.CycleState,
 		tolerations = preferNoScheduleTolerations(pod.Spec.Tolerations)
 	}
 	var count int64
-	taints := node.Spec.Taints
+	taints := nodeInfo.Taints() // the node's spec.taints, kept in the NodeInfo
 	for i := range taints {
 		if taints[i].Effect == corev1.TaintEffectPreferNoSchedule && !pl.tolerated(tolerations, &taints[i]) {
 			count++

@@ -11,6 +11,10 @@
 // the bundle (in the container directory) before it exits. Start, State, Kill, Delete, Exec and
 // List run runc directly; State merges `runc state` with exit.json, except for a container this
 // Runtime started whose init still lives, which it reports running without asking runc.
+// ExecStream runs `runc exec` with streams (and a terminal); Attach talks to the shim's attach
+// socket (attach.sock in the container directory): the shim fans the container's output out to
+// attach sessions and, for a container whose config.json carries AnnotationStdin, holds the
+// container's stdin pipe, which sessions write to.
 //
 // With Config.ShimPool > 0, shims are started ahead with -pooled and wait for their container
 // (id, bundle, log path as JSON) on fd 4; Create hands the container to one of them and starts a
@@ -19,7 +23,8 @@
 //
 // Files the package keeps in the container directory (the parent of the bundle): exit.json
 // (the shim), shim.log (the shim's own stdout and stderr), shim.pid, init.pid, runc.log (runc's
-// log during create) and started (the time Start ran runc start).
+// log during create), started (the time Start ran runc start), attach.sock (the shim's) and,
+// while an exec runs, its exec-*/ directory.
 //
 // # Running the shim from a test binary
 //

@@ -277,14 +277,7 @@ func (c *Cache) AddPod(pod *corev1.Pod) error {
 	_, assumed := c.assumedPods[key]
 	switch {
 	case ok && assumed:
-		if st.pod.Spec.NodeName != pod.Spec.NodeName {
-			c.logger.Warn("pod was bound to a different node than assumed",
-				"pod", pod.Namespace+"/"+pod.Name, "assumedNode", st.pod.Spec.NodeName, "node", pod.Spec.NodeName)
-		}
-		if err := c.removePod(st.pod); err != nil {
-			return err
-		}
-		c.addPod(pod, false)
+		return c.replacePod(st.pod, pod, slog.LevelWarn, "pod was bound to a different node than assumed")
 	case !ok:
 		// New, or an assumed pod that expired before the informer saw it.
 		c.addPod(pod, false)
@@ -309,11 +302,19 @@ func (c *Cache) UpdatePod(oldPod, newPod *corev1.Pod) error {
 	if _, assumed := c.assumedPods[key]; assumed {
 		return fmt.Errorf("assumed pod %s/%s cannot be updated", oldPod.Namespace, oldPod.Name)
 	}
-	if st.pod.Spec.NodeName != newPod.Spec.NodeName {
-		c.logger.Error("pod moved between nodes: the cache follows the new node",
-			"pod", newPod.Namespace+"/"+newPod.Name, "from", st.pod.Spec.NodeName, "to", newPod.Spec.NodeName)
+	return c.replacePod(st.pod, newPod, slog.LevelError, "pod moved between nodes: the cache follows the new node")
+}
+
+// replacePod swaps the cached copy old of a pod for newPod, confirmed (not
+// assumed): old leaves its node and newPod joins its own. When the two nodes
+// differ — the bind went elsewhere than assumed, or a bound pod moved — it logs
+// msg at level. The caller holds c.mu.
+func (c *Cache) replacePod(old, newPod *corev1.Pod, level slog.Level, msg string) error {
+	if old.Spec.NodeName != newPod.Spec.NodeName {
+		c.logger.Log(context.Background(), level, msg,
+			"pod", newPod.Namespace+"/"+newPod.Name, "from", old.Spec.NodeName, "to", newPod.Spec.NodeName)
 	}
-	if err := c.removePod(st.pod); err != nil {
+	if err := c.removePod(old); err != nil {
 		return err
 	}
 	c.addPod(newPod, false)

@@ -254,6 +254,22 @@ func TestStreaming(t *testing.T) {
 
 	t.Run("port-forward", func(t *testing.T) {
 		c.run(t, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "server"}, Image: &runtimeapi.ImageSpec{Image: registry + "/http:v1"}})
+		// Wait for the server to listen (a refused forwarded connection ends client-go's
+		// forwarding): it answers on the pod IP from the host.
+		sbs, err := c.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: c.sb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Timeout: 5 * time.Second}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if _, err := get(client, "http://"+sbs.Status.Network.GetIp()+":8080/"); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("the server does not answer on the pod IP: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		resp, err := c.rs.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: c.sb})
 		if err != nil {
 			t.Fatalf("PortForward: %v", err)
@@ -288,18 +304,9 @@ func TestStreaming(t *testing.T) {
 		if err != nil || len(ports) != 1 {
 			t.Fatalf("GetPorts = %v, %v", ports, err)
 		}
-		client := &http.Client{Timeout: 5 * time.Second}
-		// The server may still be starting: the first connections can be refused in the pod.
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			body, err := get(client, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
-			if err == nil && strings.Contains(body, "hostname=pod") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET through the forwarded port: %v, %q (forwarder: %s)", err, body, logs.String())
-			}
-			time.Sleep(200 * time.Millisecond)
+		body, err := get(client, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
+		if err != nil || !strings.Contains(body, "hostname=pod") {
+			t.Fatalf("GET through the forwarded port: %v, %q (forwarder: %s)", err, body, logs.String())
 		}
 	})
 }

@@ -139,6 +139,7 @@ func measure(n, e, runs int, apply bool) error {
 		stale := iptables.StaleChains(saved, rs)
 		save := time.Since(t2)
 		t3 := time.Now()
+		cpu0 := childCPU()
 		batches := rs.TextBatches(stale, batchChains)
 		for _, b := range batches {
 			if err := ns.runner.Restore(ctx, b); err != nil {
@@ -146,8 +147,9 @@ func measure(n, e, runs int, apply bool) error {
 			}
 		}
 		restore := time.Since(t3)
-		line += fmt.Sprintf(" + iptables-save %v + iptables-restore %v (%d restores) = %v", save.Round(time.Millisecond), restore.Round(time.Millisecond),
-			len(batches), (render + textTime + save + restore).Round(time.Millisecond))
+		user, sys := childCPU().sub(cpu0)
+		line += fmt.Sprintf(" + iptables-save %v + iptables-restore %v (%d restores; CPU %v user + %v sys) = %v", save.Round(time.Millisecond), restore.Round(time.Millisecond),
+			len(batches), user.Round(time.Millisecond), sys.Round(time.Millisecond), (render + textTime + save + restore).Round(time.Millisecond))
 	} else {
 		line += fmt.Sprintf(" = %v (render only)", (render + textTime).Round(time.Millisecond))
 	}
@@ -211,6 +213,21 @@ func measure(n, e, runs int, apply bool) error {
 	}
 	return nil
 }
+
+// cpuTimes are the user and system CPU time of the finished child processes
+// (the iptables tools): on this shared machine wall time mostly measures the
+// load, CPU time the work.
+type cpuTimes struct{ user, sys time.Duration }
+
+func childCPU() cpuTimes {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return cpuTimes{}
+	}
+	return cpuTimes{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
+}
+
+func (c cpuTimes) sub(o cpuTimes) (user, sys time.Duration) { return c.user - o.user, c.sys - o.sys }
 
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)

@@ -38,6 +38,17 @@ type Input struct {
 	Objects []Object `json:"objects"`
 	Records []Record `json:"records"`
 	Events  []Event  `json:"events"`
+	// PodIPs are the status writes that gave a pod its IP (see PodIPs).
+	PodIPs []PodIP `json:"podIPs,omitempty"`
+}
+
+// PodIP is the status write (a record, by Seq) that first set a pod's IP: the kubelet's
+// step that created the pod's sandbox and its network, which the API sees only as that
+// write.
+type PodIP struct {
+	Seq uint64    `json:"seq"`
+	Pod ObjectRef `json:"pod"`
+	IP  string    `json:"ip"`
 }
 
 // StepKind says what a step draws.
@@ -124,6 +135,10 @@ func Build(in Input, opts Options) Flow {
 	}
 	famNames := strings.NewReplacer(famPairs...)
 	eventCreates := map[string]time.Time{}
+	podIPs := map[uint64]string{}
+	for _, p := range in.PodIPs {
+		podIPs[p.Seq] = p.IP
+	}
 	var steps []Step
 	for i := range in.Records {
 		r := &in.Records[i]
@@ -154,6 +169,13 @@ func Build(in Input, opts Options) Flow {
 					RevFirst: r.Revision, RevLast: r.Revision, owner: actor}
 				w.foldKey, w.Noun, w.obj = foldKey(w, r, fam), nouns[r.Ref()], r.Ref()
 				steps = append(steps, w)
+			}
+			if ip, ok := podIPs[r.Seq]; ok {
+				n := Step{Kind: StepNote, From: actor, To: actor, Label: "podIP " + ip + " set: sandbox and network ready", Time: r.Time, owner: actor, Noun: nouns[r.Ref()], obj: r.Ref()}
+				if fam != "" {
+					n.foldKey = "podip|" + actor + "|" + fam
+				}
+				steps = append(steps, n)
 			}
 		case TypeDelivery:
 			actor := Actor(r.User, r.UserAgent, r.FieldManager, r.Resource, r.Subresource, true)

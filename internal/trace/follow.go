@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -322,5 +323,54 @@ func Collect(ctx context.Context, client kubernetes.Interface, kind, namespace, 
 	if err != nil {
 		return Input{}, err
 	}
-	return Input{Objects: objs, Records: records, Events: events}, nil
+	ips, err := PodIPs(ctx, client, objs, records)
+	if err != nil {
+		return Input{}, err
+	}
+	return Input{Objects: objs, Records: records, Events: events, PodIPs: ips}, nil
+}
+
+// maxPodIPLookups bounds the reads PodIPs makes for one flow.
+const maxPodIPLookups = 200
+
+// PodIPs finds, for each followed pod that has an IP, the status write that set it: it
+// reads the pod as of each of its status writes' revisions, oldest first (kubette's API
+// server serves a list at resourceVersion N from storage at exactly revision N), until
+// one has an IP. Writes whose revision storage no longer holds (compacted) end the
+// search for that pod without an error.
+func PodIPs(ctx context.Context, client kubernetes.Interface, objs []Object, records []Record) ([]PodIP, error) {
+	writes := map[ObjectRef][]*Record{}
+	for i := range records {
+		r := &records[i]
+		if r.Type == TypeRequest && r.Resource == "pods" && r.Subresource == "status" && writeVerbs[r.Verb] && r.Revision > 0 && r.Code/100 == 2 {
+			writes[r.Ref()] = append(writes[r.Ref()], r)
+		}
+	}
+	var out []PodIP
+	lookups := 0
+	for _, o := range objs {
+		if o.Kind != "Pod" {
+			continue
+		}
+		ws := writes[o.Ref]
+		sort.Slice(ws, func(i, j int) bool { return ws[i].Revision < ws[j].Revision })
+		for _, w := range ws {
+			if lookups++; lookups > maxPodIPLookups {
+				return out, nil
+			}
+			list, err := client.CoreV1().Pods(o.Ref.Namespace).List(ctx, metav1.ListOptions{
+				FieldSelector: "metadata.name=" + o.Ref.Name, ResourceVersion: strconv.FormatInt(w.Revision, 10)})
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read pod %s at revision %d: %w", o.Ref, w.Revision, err)
+			}
+			if len(list.Items) == 1 && list.Items[0].Status.PodIP != "" && string(list.Items[0].UID) == o.UID {
+				out = append(out, PodIP{Seq: w.Seq, Pod: o.Ref, IP: list.Items[0].Status.PodIP})
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -184,6 +184,7 @@ func TestTraceOfADeployment(t *testing.T) {
 				"deployment-controller → API server: POST /apis/apps/v1/namespaces/default/replicasets → 201",
 				"replicaset-controller → API server: POST /api/v1/namespaces/default/pods → 201",
 				"scheduler → API server: POST /api/v1/namespaces/default/pods/",
+				"[kubette-sim] podIP ",
 			} {
 				if !strings.Contains(text, want) {
 					t.Errorf("text timeline lacks %q:\n%s", want, text)
@@ -256,6 +257,22 @@ func checkOrder(in trace.Input) string {
 	}
 	if pods != 3 {
 		return fmt.Sprintf("three pod creates by the replicaset controller (found %d)", pods)
+	}
+	// Each pod's IP, with the node's status write that set it.
+	bySeq := map[uint64]trace.Record{}
+	for _, r := range in.Records {
+		bySeq[r.Seq] = r
+	}
+	ips := map[string]bool{}
+	for _, p := range in.PodIPs {
+		w, ok := bySeq[p.Seq]
+		if !ok || w.Name != p.Pod.Name || w.Subresource != "status" || actor(w) != "kubette-sim" || p.IP == "" || ips[p.IP] {
+			return fmt.Sprintf("the status write that set %s's IP (got %+v, write %+v)", p.Pod.Name, p, w)
+		}
+		ips[p.IP] = true
+	}
+	if len(ips) != 3 {
+		return fmt.Sprintf("three pod IPs with the writes that set them (found %d)", len(ips))
 	}
 	return ""
 }

@@ -21,7 +21,8 @@ var generatedNames = map[string]bool{"ReplicaSet": true, "Pod": true, "EndpointS
 // UIDs become uid-1, uid-2, ..., times count from the Unix epoch at the first record and
 // revisions from 1.
 func Normalize(in Input) Input {
-	out := Input{Objects: append([]Object(nil), in.Objects...), Records: append([]Record(nil), in.Records...), Events: append([]Event(nil), in.Events...)}
+	out := Input{Objects: append([]Object(nil), in.Objects...), Records: append([]Record(nil), in.Records...), Events: append([]Event(nil), in.Events...),
+		PodIPs: append([]PodIP(nil), in.PodIPs...)}
 	names := map[string]string{} // real → normalised
 	uids := map[string]string{}
 	byUID := map[string]string{} // uid → normalised name
@@ -96,6 +97,9 @@ func Normalize(in Input) Input {
 		if r.Revision != 0 {
 			r.Revision -= minRev - 1
 		}
+	}
+	for i := range out.PodIPs {
+		out.PodIPs[i].Pod.Name = rep.Replace(out.PodIPs[i].Pod.Name)
 	}
 	for i := range out.Events {
 		e := &out.Events[i]

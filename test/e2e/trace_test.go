@@ -84,6 +84,13 @@ spec:
 	}) {
 		t.Fatalf("trace deployment/web --format text --all lacks %s:\n%s", missing, text)
 	}
+	// Each pod's IP shows where the kubelet's status write set it (its sandbox and network).
+	if missing := inOrder(text, []step{
+		{what: "three bindings", re: `^scheduler → API server: POST /api/v1/namespaces/default/pods/web-[a-z0-9-]+/binding → 201$`, count: 3},
+		{what: "three pod IPs", re: `^\[` + regexp.QuoteMeta(kubelet) + `\] podIP 10\.244\.[0-9.]+ set: sandbox and network ready$`, count: 3},
+	}); missing != "" {
+		t.Errorf("trace deployment/web --format text --all lacks %s:\n%s", missing, text)
+	}
 	// The folded timeline says the same, repeated steps folded (×2 pods).
 	text = nc.trace(t, "deployment/web", "--format", "text")
 	if missing := inOrder(text, []step{

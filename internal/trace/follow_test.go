@@ -2,10 +2,13 @@ package trace
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -110,6 +113,62 @@ func TestActor(t *testing.T) {
 	} {
 		if got := Actor(c.user, c.ua, c.fm, c.res, c.sub, c.delivery); got != c.want {
 			t.Errorf("Actor(%q, %q, %q, %q, %q, %v) = %q, want %q", c.user, c.ua, c.fm, c.res, c.sub, c.delivery, got, c.want)
+		}
+	}
+}
+
+func TestFollowServiceAndIngress(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "s1"}}
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "api", UID: "s2"}}
+	slice := func(name, service, uid string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid),
+			Labels: map[string]string{discoveryv1.LabelServiceName: service}}}
+	}
+	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "e1"}}
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "site", UID: "i1"},
+		Spec: networkingv1.IngressSpec{
+			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web"}},
+			Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{
+					{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "api"}}},
+					{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "missing"}}},
+					{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web"}}},
+				}}}}}}}
+	client := fake.NewClientset(svc, other, slice("web-b", "web", "sl2"), slice("web-a", "web", "sl1"), slice("api-x", "api", "sl3"), eps, ing)
+	ctx := context.Background()
+	describe := func(objs []Object) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.Kind+"/"+o.Ref.Name+"<"+o.Owner)
+		}
+		return out
+	}
+	objs, err := Follow(ctx, client, "Service", "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Service/web<", "EndpointSlice/web-a<s1", "EndpointSlice/web-b<s1", "Endpoints/web<s1"}
+	if got := describe(objs); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("service: followed %v, want %v", got, want)
+	}
+	if objs[1].Ref.Resource != "endpointslices.discovery.k8s.io" || objs[3].Ref.Resource != "endpoints" {
+		t.Errorf("resources %q, %q", objs[1].Ref.Resource, objs[3].Ref.Resource)
+	}
+	objs, err = Follow(ctx, client, "Ingress", "default", "site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"Ingress/site<", "Service/api<i1", "Service/web<i1", "EndpointSlice/api-x<s2",
+		"EndpointSlice/web-a<s1", "EndpointSlice/web-b<s1", "Endpoints/web<s1"}
+	if got := describe(objs); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("ingress: followed %v, want %v", got, want)
+	}
+	if objs[0].Ref.Resource != "ingresses.networking.k8s.io" {
+		t.Errorf("ingress resource %q", objs[0].Ref.Resource)
+	}
+	for _, k := range []string{"svc", "Service", "ing", "ingresses"} {
+		if _, err := ParseKind(k); err != nil {
+			t.Errorf("ParseKind(%q): %v", k, err)
 		}
 	}
 }

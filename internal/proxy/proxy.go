@@ -233,8 +233,23 @@ func (p *Proxy) kick() {
 // Run installs the guard, then syncs the rules until ctx is done. The rules
 // stay in place when it returns (Cleanup removes them).
 func (p *Proxy) Run(ctx context.Context) error {
-	if err := p.installGuard(ctx); err != nil {
-		return err
+	// Another writer of the host's tables (iptables-restore of another tool,
+	// a second proxy being cleaned up) can remove the guard between its
+	// restore and the jumps' insert: install it again a few times first.
+	for attempt := 1; ; attempt++ {
+		err := p.installGuard(ctx)
+		if err == nil {
+			break
+		}
+		if attempt == guardAttempts || ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("installing the service CIDR guard failed; trying again", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
 	}
 	svcFactory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
@@ -270,6 +285,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.loop(ctx, svcLister, sliceLister)
 	return nil
 }
+
+// guardAttempts is how many times Run tries to install the guard.
+const guardAttempts = 5
 
 // installGuard applies the guard chain and puts its jumps first in filter
 // OUTPUT and FORWARD.

@@ -246,3 +246,31 @@ func TestStaleUDPConntrack(t *testing.T) {
 		}
 	}
 }
+
+func TestGuardInstallRetried(t *testing.T) {
+	host := newFakeHost()
+	host.mu.Lock()
+	host.failRestores = 2 // the guard's restore fails twice, as when another writer races it
+	host.mu.Unlock()
+	client := fake.NewClientset(service("web", "10.96.0.10", 80), endpointSlice("web", "web-1", 8080, true, "10.244.1.5"))
+	p := startProxy(t, client, host, 0)
+	eventually(t, "the first sync after two failed guard installs", func() bool { return p.Stats().FullRestores == 1 })
+	rules := host.rules("filter", "OUTPUT")
+	if len(rules) == 0 || jumpTarget(rules[0]) != iptables.ChainGuard {
+		t.Errorf("filter OUTPUT does not start with the guard: %v", rules)
+	}
+}
+
+func TestGuardInstallGivesUp(t *testing.T) {
+	host := newFakeHost()
+	host.mu.Lock()
+	host.failRestores = guardAttempts
+	host.mu.Unlock()
+	p, err := New(Options{Client: fake.NewClientset(), ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16", Iptables: host, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "install the service CIDR guard") {
+		t.Errorf("Run = %v, want the guard's error after %d attempts", err, guardAttempts)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -28,6 +29,11 @@ type fieldManagers struct {
 	mu        sync.Mutex
 	managers  map[string]*managedfields.FieldManager
 	log       func(msg string, args ...any)
+	// creates holds, per kind, what the create path keeps (createManaged); strip is
+	// the set of fields never recorded as managed.
+	cmu     sync.RWMutex
+	creates map[schema.GroupVersionKind]*createFields
+	strip   *fieldpath.Set
 }
 
 type defaulter struct{}
@@ -36,7 +42,8 @@ type defaulter struct{}
 func (defaulter) Default(obj runtime.Object) { defaults.Apply(obj) }
 
 func newFieldManagers(ctx context.Context, s *Server) *fieldManagers {
-	f := &fieldManagers{scheme: s.scheme, ready: make(chan struct{}), managers: map[string]*managedfields.FieldManager{}, log: s.log.Error}
+	f := &fieldManagers{scheme: s.scheme, ready: make(chan struct{}), managers: map[string]*managedfields.FieldManager{}, log: s.log.Error,
+		creates: map[schema.GroupVersionKind]*createFields{}, strip: newStripSet()}
 	go func() {
 		f.converter = newTypeConverter(applyconfigurations.NewTypeConverter(s.scheme), s.scheme)
 		close(f.ready)
@@ -64,6 +71,9 @@ func (f *fieldManagers) get(gvk schema.GroupVersionKind, sub string) (*managedfi
 func (f *fieldManagers) update(r *registry.Resource, sub string, live, obj runtime.Object, manager string) runtime.Object {
 	if sub == "binding" {
 		sub = ""
+	}
+	if live == nil && sub == "" && f.createManaged(r, obj, manager) {
+		return obj
 	}
 	m, err := f.get(r.GroupVersionKind(), sub)
 	if err != nil {

@@ -404,7 +404,13 @@ func (s *Server) cachedState(r *registry.Resource, key string) (runtime.Object, 
 // releases the Service allocations the outcome left unused.
 func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name string, curStored runtime.Object, mutate mutateFunc, o updateOptions) (newObj, cur runtime.Object, userRV string, finish func(bool), err error) {
 	finish = func(bool) {}
-	cur = served(r, curStored)
+	if o.subresource == "binding" {
+		// The binding only reads the current state (it changes a copy, and the state
+		// is never returned): the cache's copy serves as it is.
+		cur = servedShared(r, curStored)
+	} else {
+		cur = served(r, curStored)
+	}
 	curMeta, _ := meta.Accessor(cur)
 	if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
 		return nil, nil, "", nil, err

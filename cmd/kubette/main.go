@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -59,7 +60,7 @@ func defaultDataDir() string {
 type controlPlaneFlags struct {
 	dataDir, bind, etcdServers, tokenFile, logLevel string
 	serviceIPRange, nodePortRange                   string
-	port, traceCapacity                             int
+	port, traceCapacity, gcPercent                  int
 	controllers                                     bool
 	node                                            nodeFlags
 }
@@ -118,6 +119,20 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.serviceIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "CIDR of Service cluster IPs (IPv4); the first address goes to the kubernetes Service")
 	cmd.Flags().StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports, FROM-TO inclusive")
 	cmd.Flags().IntVar(&f.traceCapacity, "trace-capacity", trace.DefaultCapacity, "trace records the API server keeps per resource for kubette trace and the /ui/ page; 0 turns tracing off")
+	cmd.Flags().IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, "Go garbage collector target (as GOGC): heap growth in percent over the live heap before a collection; higher spends less CPU on collection and more memory; negative turns collection off. Without the flag, a GOGC environment variable wins")
+}
+
+// defaultGCPercent is the control plane's garbage collector target: with 200 instead of
+// Go's 100, the API server spent about 15 % less CPU per bound pod in bench/scheduler
+// --nodes 5000 --pods-first, for a peak RSS about 150–220 MB (30–40 %) higher.
+const defaultGCPercent = 200
+
+// setGCPercent applies --gc-percent unless it was left out and GOGC is set.
+func (f *controlPlaneFlags) setGCPercent(cmd *cobra.Command) {
+	if _, env := os.LookupEnv("GOGC"); env && !cmd.Flags().Changed("gc-percent") {
+		return
+	}
+	debug.SetGCPercent(f.gcPercent)
 }
 
 func (f *controlPlaneFlags) config() (cluster.Config, error) {
@@ -173,6 +188,7 @@ func newUp() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.controllers = true
+			f.setGCPercent(cmd)
 			return runControlPlane(cmd.Context(), f, "cluster")
 		},
 	}
@@ -188,6 +204,7 @@ func newAPIServer() *cobra.Command {
 		Short: "Run the API server (embedded etcd unless --etcd-servers is given)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.setGCPercent(cmd)
 			return runControlPlane(cmd.Context(), f, "apiserver")
 		},
 	}

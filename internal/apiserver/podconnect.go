@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -9,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
-	"k8s.io/apimachinery/pkg/util/proxy"
+
+	"github.com/kubette/kubette/internal/streamproxy"
 )
 
 // The connect subresources of pods, as upstream's ExecREST, AttachREST and PortForwardREST:
@@ -187,7 +186,7 @@ func (s *Server) handlePodConnect(w http.ResponseWriter, req *http.Request, ri *
 	if tlsCfg.MinVersion == 0 {
 		tlsCfg.MinVersion = tls.VersionTLS12
 	}
-	w = hijackable{w}
+	w = streamproxy.ResponseWriter(w) // hijackable below the server's wrappers, closed gracefully
 	switch {
 	case wsstream.IsWebSocketRequestWithTunnelingProtocol(req):
 		s.writeError(w, req, apierrors.NewBadRequest("port forwarding over WebSockets is not served; use SPDY"))
@@ -198,14 +197,7 @@ func (s *Server) handlePodConnect(w http.ResponseWriter, req *http.Request, ri *
 	}
 	// SPDY (POST), and WebSocket clients of the older channel protocols, which the runtime's
 	// streaming server speaks itself.
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-		TLSClientConfig:     tlsCfg,
-		TLSHandshakeTimeout: 10 * time.Second,
-	}
-	defer tr.CloseIdleConnections()
-	h := proxy.NewUpgradeAwareHandler(loc, tr, false, true, connectResponder{s})
-	h.ServeHTTP(w, req)
+	streamproxy.Handler(loc, tlsCfg, connectResponder{s}).ServeHTTP(w, req)
 }
 
 // kubeletHostPort is host:port of a node's kubelet: its InternalIP and published port.
@@ -242,18 +234,3 @@ type connectResponder struct{ s *Server }
 func (c connectResponder) Error(w http.ResponseWriter, req *http.Request, err error) {
 	c.s.writeError(w, req, apierrors.NewInternalError(fmt.Errorf("error dialing backend: %w", err)))
 }
-
-// hijackable gives the upgrade handlers the http.Hijacker of the connection below the
-// server's response wrappers (they unwrap to it).
-type hijackable struct{ http.ResponseWriter }
-
-// Hijack takes over the client's connection.
-func (h hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(h.ResponseWriter).Hijack()
-}
-
-// Flush flushes the response so far.
-func (h hijackable) Flush() { _ = http.NewResponseController(h.ResponseWriter).Flush() }
-
-// Unwrap is the wrapped writer.
-func (h hijackable) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -75,10 +75,12 @@ func TestExecAttachPortForward(t *testing.T) {
 		t.Errorf("exec into an unknown container: %s", r)
 	}
 
-	// exec -it with a terminal from the test: kubectl sends its terminal's size.
+	// exec -it with a terminal from the test: kubectl sends its terminal's size, which the
+	// process's terminal gets (the process asks until it has one, should the size arrive late).
 	tctx, tcancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer tcancel()
-	cmd = nc.kubectlCmd(tctx, nil, "exec", "-it", "shell", "--", "sh", "-c", "tty; stty size; exit 4")
+	cmd = nc.kubectlCmd(tctx, nil, "exec", "-it", "shell", "--", "sh", "-c",
+		`tty; s=$(stty size 2>/dev/null); until [ -n "$s" ]; do sleep 0.1; s=$(stty size 2>/dev/null); done; echo "$s"; exit 4`)
 	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 31, Cols: 101})
 	if err != nil {
 		t.Fatalf("start kubectl exec -it: %v", err)
@@ -125,7 +127,9 @@ func TestExecAttachPortForward(t *testing.T) {
 
 	// port-forward: a local port reaches the pod's port 8080.
 	nc.must(t, "run", "web", "--image="+server, "--env=TERM_DELAY=0")
-	nc.waitPod(t, "web", "Running", 90*time.Second, running)
+	p = nc.waitPod(t, "web", "Running", 90*time.Second, running)
+	// Forward once the server listens: a refused forwarded connection ends kubectl's forwarding.
+	httpGet(t, "http://"+p.Status.PodIP+":8080/")
 	fwd, stopForward := nc.background(t, "port-forward", "pod/web", "0:8080")
 	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
 	var local string

@@ -15,8 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/apimachinery/pkg/util/proxy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/streamproxy"
 )
 
 // Streamer is what the exec, attach and port-forward endpoints need of the CRI runtime
@@ -251,15 +252,15 @@ func writeCRIError(w http.ResponseWriter, err error) {
 }
 
 // proxyStream relays the client's upgrade request to the runtime's streaming URL and the
-// upgraded connection both ways, as upstream's kubelet does (the redirect mode is gone).
+// upgraded connection both ways, as upstream's kubelet does (the redirect mode is gone), with
+// apimachinery's upgrade-aware proxy (streamproxy: the runtime's last output is not cut off).
 func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, rawURL string) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf("runtime streaming URL %q: %v", rawURL, err))
 		return
 	}
-	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, streamResponder{s})
-	h.ServeHTTP(w, r)
+	streamproxy.Handler(u, nil, streamResponder{s}).ServeHTTP(w, r)
 }
 
 // streamResponder answers a proxy failure.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -106,6 +107,7 @@ type attachHub struct {
 	closed  bool
 	stdin   *os.File // nil: the container has no stdin, or it is closed
 	once    bool     // stdin_once: close stdin when the first stdin session ends
+	writers sync.WaitGroup
 }
 
 type attachClient struct {
@@ -172,9 +174,11 @@ func (h *attachHub) handle(conn net.Conn) {
 		return
 	}
 	h.clients[c] = struct{}{}
+	h.writers.Add(1)
 	h.mu.Unlock()
 
 	go func() {
+		defer h.writers.Done()
 		defer conn.Close()
 		bw := bufio.NewWriter(conn)
 		for frame := range c.out {
@@ -247,8 +251,26 @@ func (h *attachHub) drop(c *attachClient) {
 	}
 }
 
-// close ends every client (after the output sent so far) and the container's stdin.
+// attachFlushLimit bounds how long close waits for the clients to be sent their output.
+const attachFlushLimit = 5 * time.Second
+
+// close ends every client once it has been sent the output so far (waiting at most
+// attachFlushLimit: the shim exits next, which would cut the last output off), and closes the
+// container's stdin.
 func (h *attachHub) close() {
+	h.closeClients()
+	flushed := make(chan struct{})
+	go func() {
+		h.writers.Wait()
+		close(flushed)
+	}()
+	select {
+	case <-flushed:
+	case <-time.After(attachFlushLimit):
+	}
+}
+
+func (h *attachHub) closeClients() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true

@@ -35,6 +35,9 @@ type StreamOptions struct {
 	Resize         <-chan TermSize
 }
 
+// firstSizeWait bounds how long a terminal exec waits for the client's first terminal size.
+const firstSizeWait = time.Second
+
 // execDrainLimit bounds how long ExecStream waits, once the process has exited, for its output
 // to close (a background process it started may hold it open).
 const execDrainLimit = 2 * time.Second
@@ -51,7 +54,22 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, cmd []string, o Str
 	if len(cmd) == 0 {
 		return -1, fmt.Errorf("exec in container %s: no command", id)
 	}
-	p, err := r.prepareExec(ctx, id, cmd, o.TTY)
+	// The process's terminal gets the client's first size from the start (OCI consoleSize):
+	// wait a moment for it (kubectl sends its terminal's at once). Later sizes follow through
+	// our terminal (runTTY).
+	var size *TermSize
+	if o.TTY && o.Resize != nil {
+		select {
+		case sz, ok := <-o.Resize:
+			if ok {
+				size = &sz
+			}
+		case <-time.After(firstSizeWait):
+		case <-ctx.Done():
+			return -1, fmt.Errorf("exec in container %s: %w", id, ctx.Err())
+		}
+	}
+	p, err := r.prepareExec(ctx, id, cmd, o.TTY, size)
 	if err != nil {
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
 	}
@@ -61,7 +79,7 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, cmd []string, o Str
 		"exec", "--process", p.procFile, "--pid-file", p.pidFile, id)
 	c.Dir = "/"
 	if o.TTY {
-		exitCode, err = r.runTTY(ctx, c, p, o)
+		exitCode, err = r.runTTY(ctx, c, p, o, size)
 	} else {
 		exitCode, err = r.runPipes(ctx, c, p, o)
 	}
@@ -79,7 +97,7 @@ type execFiles struct {
 
 // prepareExec checks that the container runs and writes the process.json of cmd: the
 // container's own process settings with cmd as arguments.
-func (r *Runtime) prepareExec(ctx context.Context, id string, cmd []string, tty bool) (execFiles, error) {
+func (r *Runtime) prepareExec(ctx context.Context, id string, cmd []string, tty bool, size *TermSize) (execFiles, error) {
 	rs, err := r.runcState(ctx, id)
 	if err != nil {
 		return execFiles{}, err
@@ -99,6 +117,9 @@ func (r *Runtime) prepareExec(ctx context.Context, id string, cmd []string, tty 
 	proc.Args = cmd
 	proc.Terminal = tty
 	proc.ConsoleSize = nil
+	if tty && size != nil && size.Width > 0 && size.Height > 0 {
+		proc.ConsoleSize = &specs.Box{Width: uint(size.Width), Height: uint(size.Height)}
+	}
 	if tty && !hasEnv(proc.Env, "TERM") {
 		proc.Env = append(append([]string(nil), proc.Env...), "TERM=xterm")
 	}
@@ -160,7 +181,7 @@ func (r *Runtime) runPipes(ctx context.Context, c *exec.Cmd, p execFiles, o Stre
 }
 
 // runTTY runs c with a pseudo-terminal of ours as its stdio.
-func (r *Runtime) runTTY(ctx context.Context, c *exec.Cmd, p execFiles, o StreamOptions) (int, error) {
+func (r *Runtime) runTTY(ctx context.Context, c *exec.Cmd, p execFiles, o StreamOptions, size *TermSize) (int, error) {
 	master, slave, err := pty.Open()
 	if err != nil {
 		return -1, fmt.Errorf("open a pseudo-terminal: %w", err)
@@ -170,6 +191,9 @@ func (r *Runtime) runTTY(ctx context.Context, c *exec.Cmd, p execFiles, o Stream
 	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
 		slave.Close()
 		return -1, fmt.Errorf("pseudo-terminal raw mode: %w", err)
+	}
+	if size != nil {
+		_ = pty.Setsize(master, &pty.Winsize{Cols: size.Width, Rows: size.Height})
 	}
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	// runc's controlling terminal is the slave: a resize of the master signals runc, which

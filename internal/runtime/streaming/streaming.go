@@ -26,6 +26,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/kubette/kubette/internal/runtime/runc"
+	"github.com/kubette/kubette/internal/streamproxy"
 )
 
 // DefaultAddr is where the server listens unless told otherwise: loopback (only the kubelet
@@ -114,7 +115,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errCh := make(chan error, 1)
-	go func() { errCh <- hs.Serve(s.ln) }()
+	// Sessions end with the server's close: a graceful one, so that their last bytes arrive.
+	go func() { errCh <- hs.Serve(streamproxy.Listener(s.ln)) }()
 	select {
 	case err := <-errCh:
 		return fmt.Errorf("streaming server: %w", err)

@@ -13,8 +13,7 @@ import (
 // subresource. As upstream's kubelet, this one starts each once, in the pod's current sandbox
 // (its network namespace, its volumes), even before the init containers are done, and never
 // restarts one. One with a targetContainerName asks the runtime for that container's PID
-// namespace (NamespaceMode TARGET); kubette's own runtime gives every container a PID
-// namespace of its own and does not honour it, containerd does.
+// namespace (NamespaceMode TARGET), which kubette's runtime and containerd both honour.
 
 // ephemeralContainer returns the ephemeral container of pod named name as a Container, or nil.
 func ephemeralContainer(pod *v1.Pod, name string) *v1.Container {

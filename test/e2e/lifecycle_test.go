@@ -136,9 +136,10 @@ spec:
 	}
 
 	// kubectl debug: an ephemeral container in web's network namespace reaches its server on
-	// localhost; its output is its log.
+	// localhost and, with --target, sees the server's processes (pid 1 is /server); its
+	// output is its log.
 	web := nc.waitPod(t, "web", "Running", 90*time.Second, running)
-	r := nc.kubectl(t, "debug", "web", "--image="+bb, "--target=server", "--", "sh", "-c", "echo debug says hi; wget -qO- http://127.0.0.1:8080/from-debugger")
+	r := nc.kubectl(t, "debug", "web", "--image="+bb, "--target=server", "--", "sh", "-c", "echo debug says hi; wget -qO- http://127.0.0.1:8080/from-debugger; echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline)")
 	if r.err != nil {
 		t.Fatalf("kubectl debug: %s", r)
 	}
@@ -153,7 +154,8 @@ spec:
 	if term := web.Status.EphemeralContainerStatuses[0].State.Terminated; term.ExitCode != 0 {
 		t.Errorf("the debug container exited %d", term.ExitCode)
 	}
-	if logs := nc.must(t, "logs", "web", "-c", name); !strings.Contains(logs, "debug says hi\n") || !strings.Contains(logs, "path=/from-debugger") {
+	if logs := nc.must(t, "logs", "web", "-c", name); !strings.Contains(logs, "debug says hi\n") || !strings.Contains(logs, "path=/from-debugger") ||
+		!strings.Contains(logs, "pid1=/server") {
 		t.Errorf("kubectl logs web -c %s = %q", name, logs)
 	}
 	if web.Status.ContainerStatuses[0].RestartCount != 0 || web.Status.ContainerStatuses[0].State.Running == nil {

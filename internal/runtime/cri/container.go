@@ -206,6 +206,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		CgroupsPath:    filepath.Join(cgroupParent, id),
 		MaxOOMScoreAdj: s.oomAdj,
 	}
+	if nsOpts := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); nsOpts.GetPid() == runtimeapi.NamespaceMode_TARGET {
+		if in.TargetPIDNamespace, err = s.targetPIDNamespace(ctx, sbMeta.ID, nsOpts.GetTargetId()); err != nil {
+			return nil, err
+		}
+	}
 	sbDir := s.sandboxDir(sbMeta.ID)
 	in.SandboxFiles.Hostname = filepath.Join(sbDir, "hostname")
 	in.SandboxFiles.Hosts = filepath.Join(sbDir, "hosts")
@@ -301,6 +306,26 @@ func (s *Server) checkContainerName(sandboxID string, md *runtimeapi.ContainerMe
 }
 
 // writeSpec writes the bundle's config.json.
+// targetPIDNamespace is the pid namespace of the running container targetID of
+// sandbox sandboxID, for a container that shares it (pid NamespaceMode TARGET,
+// as kubectl debug --target asks for an ephemeral container).
+func (s *Server) targetPIDNamespace(ctx context.Context, sandboxID, targetID string) (string, error) {
+	for _, c := range s.containersOf(sandboxID) {
+		s.mu.Lock()
+		id := c.meta.ID
+		s.mu.Unlock()
+		if id != targetID {
+			continue
+		}
+		o := s.refresh(ctx, c)
+		if o.state != runtimeapi.ContainerState_CONTAINER_RUNNING || o.pid <= 0 {
+			return "", status.Errorf(codes.FailedPrecondition, "target container %s of pid namespace TARGET is not running", targetID)
+		}
+		return fmt.Sprintf("/proc/%d/ns/pid", o.pid), nil
+	}
+	return "", status.Errorf(codes.NotFound, "target container %q of pid namespace TARGET not found in pod sandbox %s", targetID, sandboxID)
+}
+
 func writeSpec(path string, spec *specs.Spec) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create bundle: %w", err)

@@ -989,3 +989,34 @@ func TestRemovePodSandboxRemovesTheKubeletsCgroupParent(t *testing.T) {
 		t.Errorf("a cgroup outside /kubette/ was touched: %v", err)
 	}
 }
+
+func TestTargetPIDNamespace(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	target := e.createContainer(sb, sbCfg, "app", nil)
+	debug := func() error {
+		cfg := containerConfig("debugger", nil)
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_TARGET, TargetId: target},
+		}}
+		_, err := e.srv.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
+		return err
+	}
+	// Created but not started: there is no process whose namespace to join.
+	wantCode(t, debug(), codes.FailedPrecondition)
+	e.start(target)
+	if err := debug(); err != nil {
+		t.Fatalf("CreateContainer with a running target: %v", err)
+	}
+	if got := e.spec.last().TargetPIDNamespace; got != "/proc/42/ns/pid" {
+		t.Errorf("TargetPIDNamespace = %q, want the target's init pid namespace /proc/42/ns/pid", got)
+	}
+	// A target in another sandbox is not found.
+	sb2, sbCfg2 := e.runSandbox("other", nil)
+	cfg := containerConfig("debugger", nil)
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_TARGET, TargetId: target},
+	}}
+	_, err := e.srv.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb2, Config: cfg, SandboxConfig: sbCfg2})
+	wantCode(t, err, codes.NotFound)
+}

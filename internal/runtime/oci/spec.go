@@ -20,6 +20,10 @@ type Input struct {
 	Image       ocispec.ImageConfig
 	Rootfs      string // absolute path of the mounted rootfs
 	NetNSPath   string // "" = host network
+	// TargetPIDNamespace is the pid namespace to join when the container's pid
+	// NamespaceMode is TARGET (an ephemeral container sharing another
+	// container's processes), e.g. "/proc/<target init pid>/ns/pid".
+	TargetPIDNamespace string
 	Hostname    string // the pod's; HOSTNAME env, and the UTS name unless on the host network
 	CgroupsPath string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
 	// SandboxFiles are bind-mounted over /etc/hostname, /etc/hosts and /etc/resolv.conf when set
@@ -73,6 +77,9 @@ func Spec(in Input) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sc.GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_TARGET && in.TargetPIDNamespace == "" {
+		return nil, fmt.Errorf("pid namespace mode TARGET (target %q) without the target's namespace", sc.GetNamespaceOptions().GetTargetId())
+	}
 
 	hostNetwork := in.NetNSPath == ""
 	s := &specs.Spec{
@@ -92,7 +99,7 @@ func Spec(in Input) (*specs.Spec, error) {
 		Annotations: annotations(c, in.Sandbox),
 		Linux: &specs.Linux{
 			CgroupsPath: in.CgroupsPath,
-			Namespaces:  namespaces(sc.GetNamespaceOptions(), in.NetNSPath),
+			Namespaces:  namespaces(sc.GetNamespaceOptions(), in.NetNSPath, in.TargetPIDNamespace),
 			Resources:   resources(c.GetLinux().GetResources(), privileged),
 			Sysctl:      copyMap(in.Sandbox.GetLinux().GetSysctls()),
 		},
@@ -201,10 +208,15 @@ func oomScoreAdj(want int64, floor int) *int {
 
 // namespaces: pid, ipc, uts and mount are new (the pod-wide pid and ipc namespaces of
 // NamespaceMode POD are per container here); NODE shares the host's; the network namespace is
-// netns when set, the host's otherwise (and then the host's UTS namespace too).
-func namespaces(opts *runtimeapi.NamespaceOption, netns string) []specs.LinuxNamespace {
+// netns when set, the host's otherwise (and then the host's UTS namespace too); TARGET joins
+// targetPID, the pid namespace of another container.
+func namespaces(opts *runtimeapi.NamespaceOption, netns, targetPID string) []specs.LinuxNamespace {
 	ns := []specs.LinuxNamespace{{Type: specs.MountNamespace}}
-	if opts.GetPid() != runtimeapi.NamespaceMode_NODE {
+	switch opts.GetPid() {
+	case runtimeapi.NamespaceMode_NODE:
+	case runtimeapi.NamespaceMode_TARGET:
+		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: targetPID})
+	default:
 		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace})
 	}
 	if opts.GetIpc() != runtimeapi.NamespaceMode_NODE {

@@ -212,6 +212,20 @@ func TestNamespaces(t *testing.T) {
 	if s.Hostname != "" {
 		t.Errorf("host network hostname = %q, want the host's (unset)", s.Hostname)
 	}
+
+	// TARGET joins another container's pid namespace; without its path the spec is refused.
+	in = base(t)
+	in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_TARGET, TargetId: "c1"}}}
+	if _, err := Spec(in); err == nil {
+		t.Error("Spec with pid TARGET and no target namespace succeeded")
+	}
+	in.TargetPIDNamespace = "/proc/42/ns/pid"
+	s = mustSpec(t, in)
+	want = []specs.LinuxNamespace{{Type: "mount"}, {Type: "pid", Path: "/proc/42/ns/pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "network", Path: in.NetNSPath}}
+	if !reflect.DeepEqual(s.Linux.Namespaces, want) {
+		t.Errorf("target namespaces = %+v, want %+v", s.Linux.Namespaces, want)
+	}
 }
 
 func TestResources(t *testing.T) {

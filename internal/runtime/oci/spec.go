@@ -15,17 +15,17 @@ import (
 
 // Input is everything Spec needs to build a container's OCI spec.
 type Input struct {
-	Container   *runtimeapi.ContainerConfig
-	Sandbox     *runtimeapi.PodSandboxConfig
-	Image       ocispec.ImageConfig
-	Rootfs      string // absolute path of the mounted rootfs
-	NetNSPath   string // "" = host network
+	Container *runtimeapi.ContainerConfig
+	Sandbox   *runtimeapi.PodSandboxConfig
+	Image     ocispec.ImageConfig
+	Rootfs    string // absolute path of the mounted rootfs
+	NetNSPath string // "" = host network
 	// TargetPIDNamespace is the pid namespace to join when the container's pid
 	// NamespaceMode is TARGET (an ephemeral container sharing another
 	// container's processes), e.g. "/proc/<target init pid>/ns/pid".
 	TargetPIDNamespace string
-	Hostname    string // the pod's; HOSTNAME env, and the UTS name unless on the host network
-	CgroupsPath string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
+	Hostname           string // the pod's; HOSTNAME env, and the UTS name unless on the host network
+	CgroupsPath        string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
 	// SandboxFiles are bind-mounted over /etc/hostname, /etc/hosts and /etc/resolv.conf when set
 	// and when no CRI mount already targets that path.
 	SandboxFiles struct{ Hostname, Hosts, ResolvConf string }

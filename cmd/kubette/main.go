@@ -124,8 +124,8 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 
 // defaultGCPercent is the control plane's garbage collector target: with 200 instead of
 // Go's 100, the API server spent 3–28 % less CPU per bound pod in bench/scheduler
-// --nodes 5000 --pods-first (less in each of 8 paired runs, load 6–12; mean 1.14 →
-// 0.96 ms), for a peak RSS about 220 MB higher (~510 → ~730 MB).
+// --nodes 5000 --pods-first (less in each of 5 paired runs; mean of 8 runs each, load
+// 6–12: 1.14 → 0.97 ms), for a peak RSS about 220 MB higher (~510 → ~730 MB).
 const defaultGCPercent = 200
 
 // setGCPercent applies --gc-percent unless it was left out and GOGC is set.

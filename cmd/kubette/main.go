@@ -122,11 +122,12 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, "Go garbage collector target (as GOGC): heap growth in percent over the live heap before a collection; higher spends less CPU on collection and more memory; negative turns collection off. Without the flag, a GOGC environment variable wins")
 }
 
-// defaultGCPercent is the control plane's garbage collector target: with 200 instead of
-// Go's 100, the API server spent 3–28 % less CPU per bound pod in bench/scheduler
-// --nodes 5000 --pods-first (less in each of 5 paired runs; mean of 8 runs each, load
-// 6–12: 1.14 → 0.97 ms), for a peak RSS about 220 MB higher (~510 → ~730 MB).
-const defaultGCPercent = 200
+// defaultGCPercent is the control plane's garbage collector target, Go's own: a small
+// cluster should stay light. For scheduling throughput, 200 is worth its memory: the API
+// server spent 3–28 % less CPU per bound pod in bench/scheduler --nodes 5000 --pods-first
+// (less in each of 5 paired runs; mean of 8 runs each, load 6–12: 1.14 → 0.97 ms), for a
+// peak RSS about 220 MB higher (~510 → ~730 MB).
+const defaultGCPercent = 100
 
 // setGCPercent applies --gc-percent unless it was left out and GOGC is set.
 func (f *controlPlaneFlags) setGCPercent(cmd *cobra.Command) {

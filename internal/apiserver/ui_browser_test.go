@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,20 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/testenv/flowcluster"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubette/kubette/internal/controller"
-	deploymentctl "github.com/kubette/kubette/internal/controller/deployment"
-	"github.com/kubette/kubette/internal/controller/replicaset"
-	"github.com/kubette/kubette/internal/controllermanager"
-	"github.com/kubette/kubette/internal/controlplane"
-	"github.com/kubette/kubette/internal/scheduler"
-	"github.com/kubette/kubette/internal/scheduler/plugins"
-	"github.com/kubette/kubette/internal/sim"
 	"github.com/kubette/kubette/internal/testenv/needs"
 	"github.com/kubette/kubette/internal/trace"
 )
@@ -42,63 +34,7 @@ import (
 // the scheduler and one simulated node in this process, and returns its admin kubeconfig.
 func startFlowCluster(t *testing.T) string {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: port, UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatalf("start control plane: %v", err)
-	}
-	var done []chan error
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range done {
-			<-d
-		}
-		if err := cp.Wait(); err != nil {
-			t.Errorf("control plane stopped with: %v", err)
-		}
-	})
-	run := func(f func() error) {
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- f() }()
-	}
-	admin, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := cp.ComponentConfig("kube-controller-manager", "system:kube-controller-manager")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := cp.ComponentConfig("kube-scheduler", "system:kube-scheduler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(func() error {
-		return controllermanager.Run(ctx, controller.ManagerOptions{Config: cm, Enabled: []string{deploymentctl.Name, replicaset.Name}, Logger: quiet})
-	})
-	run(func() error {
-		return scheduler.RunWithLeaderElection(ctx, sc, scheduler.Options{Registry: plugins.NewInTreeRegistry(), Profile: plugins.DefaultProfile(), Logger: quiet})
-	})
-	s, err := sim.New(admin, sim.Options{Nodes: 1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(func() error { return s.Run(ctx) })
-	select {
-	case <-s.Ready():
-	case <-time.After(2 * time.Minute):
-		t.Fatal("simulated node not ready")
-	}
-	return cp.Kubeconfig
+	return flowcluster.Start(t).Kubeconfig
 }
 
 // kubectlProxy runs `kubectl proxy` on a free port, as a user would to reach /ui/, and

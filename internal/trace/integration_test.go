@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubette/kubette/internal/testenv/flowcluster"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,17 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubette/kubette/internal/controller"
-	"github.com/kubette/kubette/internal/controller/deployment"
-	"github.com/kubette/kubette/internal/controller/replicaset"
-	"github.com/kubette/kubette/internal/controllermanager"
-	"github.com/kubette/kubette/internal/controlplane"
-	"github.com/kubette/kubette/internal/scheduler"
-	"github.com/kubette/kubette/internal/scheduler/plugins"
-	"github.com/kubette/kubette/internal/sim"
 	"github.com/kubette/kubette/internal/trace"
 )
 
@@ -41,63 +31,7 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: port, UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatalf("start control plane: %v", err)
-	}
-	var done []chan error
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range done {
-			<-d
-		}
-		if err := cp.Wait(); err != nil {
-			t.Errorf("control plane stopped with: %v", err)
-		}
-	})
-	run := func(f func() error) {
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- f() }()
-	}
-	admin, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := cp.ComponentConfig("kube-controller-manager", "system:kube-controller-manager")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := cp.ComponentConfig("kube-scheduler", "system:kube-scheduler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(func() error {
-		return controllermanager.Run(ctx, controller.ManagerOptions{Config: cm, Enabled: []string{deployment.Name, replicaset.Name}, Logger: quiet})
-	})
-	run(func() error {
-		return scheduler.RunWithLeaderElection(ctx, sc, scheduler.Options{Registry: plugins.NewInTreeRegistry(), Profile: plugins.DefaultProfile(), Logger: quiet})
-	})
-	s, err := sim.New(admin, sim.Options{Nodes: 1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(func() error { return s.Run(ctx) })
-	select {
-	case <-s.Ready():
-	case <-time.After(60 * time.Second):
-		t.Fatal("simulated node not ready")
-	}
-	return &cluster{admin: admin}
+	return &cluster{admin: flowcluster.Start(t).Admin}
 }
 
 // TestTraceOfADeployment creates a 3-replica Deployment as kubectl would and checks that

@@ -17,12 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/testenv/forward"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	cristreaming "k8s.io/cri-streaming/pkg/streaming"
 	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -240,11 +241,7 @@ func TestPodExecAttach(t *testing.T) {
 func TestPodPortForward(t *testing.T) {
 	env := startConnectEnv(t)
 	u := env.Client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("web").SubResource("portforward").URL()
-	tr, upgrader, err := spdy.RoundTripperFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u)
+	spdyDialer := forward.SPDYDialer(t, env.Config, u)
 	// As kubectl: WebSocket tunnelling first, SPDY when the upgrade fails. (client-go's
 	// WebSocket transport reports k8s.io/streaming's UpgradeFailureError.)
 	tunnel, err := portforward.NewSPDYOverWebsocketDialer(u, env.Config)
@@ -256,31 +253,11 @@ func TestPodPortForward(t *testing.T) {
 		fellBack = httpstream.IsUpgradeFailure(err)
 		return fellBack
 	})
-	stop, ready := make(chan struct{}), make(chan struct{})
-	var logs bytes.Buffer
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &logs, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- fw.ForwardPorts() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("ForwardPorts: %v (%s)", err, logs.String())
-	}
-	defer func() {
-		close(stop)
-		<-done
-	}()
+	fw := forward.Start(t, dialer, "8080")
 	if !fellBack {
 		t.Error("the WebSocket tunnel did not fail as an upgrade failure")
 	}
-	ports, err := fw.GetPorts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fw.Local))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/testenv/forward"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	cristreaming "k8s.io/cri-streaming/pkg/streaming"
 	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -205,33 +205,8 @@ func TestPortForwardProxied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, upgrader, err := spdy.RoundTripperFor(&rest.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, ready := make(chan struct{}), make(chan struct{})
-	var logs bytes.Buffer
-	fw, err := portforward.NewOnAddresses(spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u),
-		[]string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &logs, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- fw.ForwardPorts() }()
-	defer func() {
-		close(stop)
-		<-done
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("ForwardPorts: %v", err)
-	}
-	ports, err := fw.GetPorts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
+	fw := forward.Start(t, forward.SPDYDialer(t, &rest.Config{}, u), "8080")
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fw.Local))
 	if err != nil {
 		t.Fatal(err)
 	}

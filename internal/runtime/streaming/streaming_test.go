@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/testenv/forward"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubette/kubette/internal/runtime"
@@ -278,35 +278,10 @@ func TestStreaming(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, upgrader, err := spdy.RoundTripperFor(&rest.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dialer := spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u)
-		stop, ready := make(chan struct{}), make(chan struct{})
-		var logs bytes.Buffer
-		fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &logs, &logs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fwDone := make(chan error, 1)
-		go func() { fwDone <- fw.ForwardPorts() }()
-		defer func() {
-			close(stop)
-			<-fwDone
-		}()
-		select {
-		case <-ready:
-		case err := <-fwDone:
-			t.Fatalf("ForwardPorts: %v", err)
-		}
-		ports, err := fw.GetPorts()
-		if err != nil || len(ports) != 1 {
-			t.Fatalf("GetPorts = %v, %v", ports, err)
-		}
-		body, err := get(client, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
+		fw := forward.Start(t, forward.SPDYDialer(t, &rest.Config{}, u), "8080")
+		body, err := get(client, fmt.Sprintf("http://127.0.0.1:%d/", fw.Local))
 		if err != nil || !strings.Contains(body, "hostname=pod") {
-			t.Fatalf("GET through the forwarded port: %v, %q (forwarder: %s)", err, body, logs.String())
+			t.Fatalf("GET through the forwarded port: %v, %q (forwarder: %s)", err, body, fw.Logs())
 		}
 	})
 }

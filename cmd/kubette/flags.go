@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -42,4 +43,17 @@ func clusterConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// clusterClient is a clientset over clusterConfig(kubeconfig).
+func clusterClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clusterConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return client, nil
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/trace"
 )
@@ -37,13 +36,9 @@ func newTrace() *cobra.Command {
 			if _, err := trace.Renderer(format); err != nil {
 				return fmt.Errorf("--format: %w", err)
 			}
-			cfg, err := clusterConfig(kubeconfig)
+			client, err := clusterClient(kubeconfig)
 			if err != nil {
 				return err
-			}
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("client: %w", err)
 			}
 			in, err := trace.Collect(cmd.Context(), client, kind, namespace, name)
 			if err != nil {

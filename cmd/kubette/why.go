@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/why"
 )
@@ -35,13 +34,9 @@ func newWhy() *cobra.Command {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output %q: want text or json", output)
 			}
-			cfg, err := clusterConfig(kubeconfig)
+			client, err := clusterClient(kubeconfig)
 			if err != nil {
 				return err
-			}
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("client: %w", err)
 			}
 			r, err := why.Explain(cmd.Context(), client, kind, namespace, name)
 			if err != nil {

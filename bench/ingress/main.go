@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubette/kubette/internal/hostaddr"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -92,10 +94,11 @@ func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Durat
 	if err != nil {
 		return err
 	}
-	hostIP, err := ingress.DefaultRouteIPv4()
+	hostAddr, err := hostaddr.DefaultRouteIPv4()
 	if err != nil {
 		return fmt.Errorf("backends need a local non-loopback address: %w", err)
 	}
+	hostIP := hostAddr.String()
 	b1, stop1, err := backend(hostIP, "one")
 	if err != nil {
 		return err

@@ -16,8 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/kubette/kubette/internal/hostaddr"
 
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
@@ -329,48 +330,7 @@ func advertiseAddress(cfg Config) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(cfg.BindAddress); err == nil && a.Is4() && !a.IsLoopback() && !a.IsUnspecified() {
 		return a, nil
 	}
-	return defaultRouteIPv4()
-}
-
-// defaultRouteIPv4 returns the first IPv4 address of the interface of the default route
-// with the lowest metric, read from /proc/net/route.
-func defaultRouteIPv4() (netip.Addr, error) {
-	data, err := os.ReadFile("/proc/net/route")
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("read /proc/net/route: %w", err)
-	}
-	iface, bestMetric := "", uint64(0)
-	for i, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if i == 0 || len(f) < 8 || f[1] != "00000000" || f[7] != "00000000" {
-			continue
-		}
-		metric, err := strconv.ParseUint(f[6], 10, 64)
-		if err != nil {
-			continue
-		}
-		if iface == "" || metric < bestMetric {
-			iface, bestMetric = f[0], metric
-		}
-	}
-	if iface == "" {
-		return netip.Addr{}, errors.New("no default route")
-	}
-	ifi, err := net.InterfaceByName(iface)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("interface %s: %w", iface, err)
-	}
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("addresses of %s: %w", iface, err)
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			addr, _ := netip.AddrFromSlice(ipn.IP.To4())
-			return addr, nil
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", iface)
+	return hostaddr.DefaultRouteIPv4()
 }
 
 func servingCert(ca *pki.CA, dir string, serviceIP netip.Addr) (tls.Certificate, error) {

@@ -62,6 +62,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubette/kubette/internal/hostaddr"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -217,9 +219,11 @@ func New(o Options) (*Controller, error) {
 		o.Logger = slog.Default()
 	}
 	if o.PublishIP == "" {
-		if o.PublishIP, err = DefaultRouteIPv4(); err != nil {
+		addr, err := hostaddr.DefaultRouteIPv4()
+		if err != nil {
 			return nil, fmt.Errorf("ingress options: no PublishIP given: %w", err)
 		}
+		o.PublishIP = addr.String()
 	}
 	if net.ParseIP(o.PublishIP) == nil {
 		return nil, fmt.Errorf("ingress options: PublishIP %q is not an IP address", o.PublishIP)

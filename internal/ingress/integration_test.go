@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubette/kubette/internal/hostaddr"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -198,10 +200,11 @@ func TestIntegration(t *testing.T) {
 func testIntegration(t *testing.T, bin, mode string) {
 	// Backends listen on this host's own address (traffic to it stays on
 	// the host): the API rejects loopback endpoint addresses.
-	hostIP, hostErr := DefaultRouteIPv4()
+	hostAddr, hostErr := hostaddr.DefaultRouteIPv4()
 	if hostErr != nil {
 		t.Skipf("no local non-loopback IPv4 address for the backends: %v", hostErr)
 	}
+	hostIP := hostAddr.String()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	client := env.Client

@@ -1,14 +1,10 @@
 package ingress
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"slices"
-	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,38 +46,4 @@ func equalLB(a, b []networkingv1.IngressLoadBalancerIngress) bool {
 	return slices.EqualFunc(a, b, func(x, y networkingv1.IngressLoadBalancerIngress) bool {
 		return x.IP == y.IP && x.Hostname == y.Hostname && len(x.Ports) == 0 && len(y.Ports) == 0
 	})
-}
-
-// DefaultRouteIPv4 returns the first IPv4 address of the interface that holds
-// the IPv4 default route (read from /proc/net/route).
-func DefaultRouteIPv4() (string, error) {
-	f, err := os.Open("/proc/net/route")
-	if err != nil {
-		return "", fmt.Errorf("read routes: %w", err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 8 || fields[1] != "00000000" || fields[7] != "00000000" {
-			continue
-		}
-		ifc, err := net.InterfaceByName(fields[0])
-		if err != nil {
-			return "", fmt.Errorf("default route interface %s: %w", fields[0], err)
-		}
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			return "", fmt.Errorf("addresses of %s: %w", fields[0], err)
-		}
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-				return n.IP.String(), nil
-			}
-		}
-	}
-	if err := s.Err(); err != nil {
-		return "", fmt.Errorf("read routes: %w", err)
-	}
-	return "", fmt.Errorf("no IPv4 default route")
 }

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/kubette/kubette/internal/hostaddr"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -111,58 +112,8 @@ func kernelVersion() string {
 // that holds the default route) and its Hostname.
 func DefaultAddresses(nodeName string) []v1.NodeAddress {
 	var out []v1.NodeAddress
-	if ip, err := defaultRouteIPv4(); err == nil {
+	if ip, err := hostaddr.DefaultRouteIPv4(); err == nil {
 		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip.String()})
 	}
 	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: nodeName})
-}
-
-// defaultRouteIPv4 reads /proc/net/route for the default route's interface and returns its
-// first IPv4 address.
-func defaultRouteIPv4() (net.IP, error) {
-	data, err := os.ReadFile("/proc/net/route")
-	if err != nil {
-		return nil, fmt.Errorf("read /proc/net/route: %w", err)
-	}
-	iface, err := defaultRouteInterface(data)
-	if err != nil {
-		return nil, err
-	}
-	ifi, err := net.InterfaceByName(iface)
-	if err != nil {
-		return nil, fmt.Errorf("interface %s: %w", iface, err)
-	}
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return nil, fmt.Errorf("addresses of %s: %w", iface, err)
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			return ipn.IP.To4(), nil
-		}
-	}
-	return nil, fmt.Errorf("interface %s has no IPv4 address", iface)
-}
-
-// defaultRouteInterface finds the interface of the default route (destination and mask 0)
-// with the lowest metric in the text of /proc/net/route.
-func defaultRouteInterface(data []byte) (string, error) {
-	best, bestMetric := "", uint64(0)
-	for i, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if i == 0 || len(f) < 8 || f[1] != "00000000" || f[7] != "00000000" {
-			continue
-		}
-		metric, err := strconv.ParseUint(f[6], 10, 64)
-		if err != nil {
-			continue
-		}
-		if best == "" || metric < bestMetric {
-			best, bestMetric = f[0], metric
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("no default route")
-	}
-	return best, nil
 }

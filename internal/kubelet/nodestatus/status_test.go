@@ -19,19 +19,6 @@ func TestParseMemInfo(t *testing.T) {
 	}
 }
 
-func TestDefaultRouteInterface(t *testing.T) {
-	routes := "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n" +
-		"eth1\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n" +
-		"eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n" +
-		"eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
-	if got, err := defaultRouteInterface([]byte(routes)); err != nil || got != "eth0" {
-		t.Fatalf("got %q %v, want eth0", got, err)
-	}
-	if _, err := defaultRouteInterface([]byte("Iface\tDestination\n")); err == nil {
-		t.Fatal("no default route: no error")
-	}
-}
-
 func TestParseOSRelease(t *testing.T) {
 	if got := parseOSRelease([]byte("NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n")); got != "Debian GNU/Linux 12 (bookworm)" {
 		t.Fatalf("got %q", got)

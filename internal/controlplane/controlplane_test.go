@@ -33,14 +33,14 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startServer starts an API server on the external etcd at endpoints; it stops when the test ends.
-func startServer(t *testing.T, endpoints []string) kubernetes.Interface {
+// startServer starts an API server with cfg on a free loopback port and a fresh data
+// directory; it stops when the test ends.
+func startServer(t *testing.T, cfg controlplane.Config) kubernetes.Interface {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: freePort(t), EtcdServers: endpoints,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg.DataDir, cfg.BindAddress, cfg.Port = t.TempDir(), "127.0.0.1", freePort(t)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("start API server: %v", err)
@@ -51,12 +51,12 @@ func startServer(t *testing.T, endpoints []string) kubernetes.Interface {
 			t.Errorf("API server stopped with: %v", err)
 		}
 	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.QPS, cfg.Burst = 1000, 2000
-	return kubernetes.NewForConfigOrDie(cfg)
+	rc.QPS, rc.Burst = 1000, 2000
+	return kubernetes.NewForConfigOrDie(rc)
 }
 
 // TestTwoAPIServersAllocateDistinct creates 200 NodePort Services through two API servers
@@ -68,7 +68,7 @@ func TestTwoAPIServersAllocateDistinct(t *testing.T) {
 		t.Fatalf("start etcd: %v", err)
 	}
 	t.Cleanup(e.Close)
-	clients := []kubernetes.Interface{startServer(t, e.Endpoints), startServer(t, e.Endpoints)}
+	clients := []kubernetes.Interface{startServer(t, controlplane.Config{EtcdServers: e.Endpoints}), startServer(t, controlplane.Config{EtcdServers: e.Endpoints})}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -130,7 +130,7 @@ func TestTwoAPIServersAllocateDistinct(t *testing.T) {
 			t.Fatalf("delete %s: %v", key, err)
 		}
 	}
-	third := startServer(t, e.Endpoints)
+	third := startServer(t, controlplane.Config{EtcdServers: e.Endpoints})
 	byName := map[string]corev1.Service{}
 	for _, s := range list.Items {
 		byName[s.Name] = s
@@ -152,27 +152,9 @@ func TestTwoAPIServersAllocateDistinct(t *testing.T) {
 // Service gets the first address of --service-cluster-ip-range, and an exhausted range
 // answers 500 as upstream, until a delete frees a value.
 func TestSmallServiceRanges(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: freePort(t), UnsafeNoFsync: true,
-		ServiceClusterIPRange: "10.0.0.0/29", ServiceNodePortRange: "30000-30002",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		cancel()
-		t.Fatalf("start API server: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := cp.Wait(); err != nil {
-			t.Errorf("API server stopped with: %v", err)
-		}
-	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svcs := kubernetes.NewForConfigOrDie(cfg).CoreV1().Services("default")
+	svcs := startServer(t, controlplane.Config{
+		UnsafeNoFsync: true, ServiceClusterIPRange: "10.0.0.0/29", ServiceNodePortRange: "30000-30002",
+	}).CoreV1().Services("default")
 	tctx, tcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer tcancel()
 	k, err := svcs.Get(tctx, "kubernetes", metav1.GetOptions{})

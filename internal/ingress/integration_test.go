@@ -380,18 +380,24 @@ func testIntegration(t *testing.T, bin, mode string) {
 			}
 			return nil
 		})
-		after := c.Stats()
-		switch mode {
-		case EndpointsLua:
-			if after.Reloads != before.Reloads || after.EndpointPushes == before.EndpointPushes {
-				t.Errorf("with Lua an endpoint change is pushed without a reload: reloads %d -> %d, pushes %d -> %d",
-					before.Reloads, after.Reloads, before.EndpointPushes, after.EndpointPushes)
+		// nginx's new workers can answer before the controller has
+		// confirmed the reload (a fresh connection served the new config
+		// id) and counted it, so the counters are awaited too.
+		eventually(t, "the change counted as its mode says", func() error {
+			after := c.Stats()
+			switch mode {
+			case EndpointsLua:
+				if after.Reloads != before.Reloads || after.EndpointPushes == before.EndpointPushes {
+					return fmt.Errorf("with Lua an endpoint change is pushed without a reload: reloads %d -> %d, pushes %d -> %d",
+						before.Reloads, after.Reloads, before.EndpointPushes, after.EndpointPushes)
+				}
+			default:
+				if after.Reloads == before.Reloads || after.EndpointPushes != 0 {
+					return fmt.Errorf("without Lua an endpoint change reloads: reloads %d -> %d, pushes %d", before.Reloads, after.Reloads, after.EndpointPushes)
+				}
 			}
-		default:
-			if after.Reloads == before.Reloads || after.EndpointPushes != 0 {
-				t.Errorf("without Lua an endpoint change reloads: reloads %d -> %d, pushes %d", before.Reloads, after.Reloads, after.EndpointPushes)
-			}
-		}
+			return nil
+		})
 	})
 
 	t.Run("endpoints gone answer 503, back answer again", func(t *testing.T) {

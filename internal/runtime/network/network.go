@@ -46,6 +46,15 @@ type Pod struct {
 type Result struct {
 	NetNSPath string
 	IPs       []netip.Addr
+	// What Setup's CNI ADD did, for the runtime's Events (Status leaves them empty): the
+	// network's name, the plugins it ran in order (an IPAM plugin after the plugin that
+	// called it), the pod's interface, its addresses with their prefix lengths and the
+	// gateways IPAM gave them.
+	Network   string
+	Plugins   []string
+	Interface string
+	Addrs     []netip.Prefix
+	Gateways  []netip.Addr
 }
 
 // ErrNotFound is returned by Status for a sandbox that has no network.

@@ -129,7 +129,9 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (_ Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("set up network of sandbox %s: %w", pod.SandboxID, err)
 	}
-	return Result{NetNSPath: rec.NetNSPath, IPs: ips}, nil
+	out := Result{NetNSPath: rec.NetNSPath, IPs: ips}
+	describe(list, res, &out)
+	return out, nil
 }
 
 // ensureMasquerade makes the pod masquerade for the current pod CIDR unless this manager did

@@ -22,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubette/kubette/internal/runtime/runc"
+	"github.com/kubette/kubette/internal/runtime/steps"
 )
 
 // observed is a container's state as the server reports it.
@@ -269,9 +270,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	if runtimeLog == "" {
 		runtimeLog = os.DevNull // the kubelet asked for no log: the output goes nowhere
 	}
+	runcStart := time.Now()
 	if err := s.cfg.Containers.Create(ctx, id, bundle, runtimeLog); err != nil {
 		return nil, fmt.Errorf("failed to create container %s (%q): %w", id, cfg.GetMetadata().GetName(), err)
 	}
+	s.noteContainer(steps.ContainerCreated, c, runcStart, nil)
 	undo = append(undo, func(ctx context.Context) error { return s.cfg.Containers.Delete(ctx, id) })
 	if err := s.saveContainer(c.meta); err != nil {
 		return nil, err
@@ -365,11 +368,13 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	if err := s.persistContainer(c); err != nil {
 		return nil, err
 	}
+	runcStart := time.Now()
 	if err := s.cfg.Containers.Start(ctx, m.ID); err != nil {
 		now := time.Now().UnixNano()
 		s.setFinal(c, &finalStatus{ExitCode: 128, StartedAt: now, FinishedAt: now, Reason: "StartError", Message: err.Error()})
 		return nil, fmt.Errorf("failed to start container %s: %w", m.ID, err)
 	}
+	s.noteContainer(steps.ContainerStarted, c, runcStart, func(st *Step) { st.Pid = s.initPid(ctx, m.ID) })
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
@@ -413,9 +418,11 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 }
 
 // stopContainer stops c: the stop signal, then SIGKILL after timeout (at once when 0).
-func (s *Server) stopContainer(ctx context.Context, c *container, timeout time.Duration) error {
+func (s *Server) stopContainer(ctx context.Context, c *container, timeout time.Duration) (err error) {
 	c.op.Lock()
 	defer c.op.Unlock()
+	var signals []string // sent, for Steps
+	defer s.noteStopped(c, time.Now(), &signals, &err)
 	o := s.refresh(ctx, c)
 	if o.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		return nil
@@ -439,6 +446,7 @@ func (s *Server) stopContainer(ctx context.Context, c *container, timeout time.D
 			}
 			return fmt.Errorf("failed to stop container %s with %v: %w", id, sig, err)
 		}
+		signals = append(signals, unix.SignalName(sig))
 		wctx, cancel := context.WithTimeout(ctx, timeout)
 		err = s.waitExited(wctx, c)
 		cancel()
@@ -455,6 +463,7 @@ func (s *Server) stopContainer(ctx context.Context, c *container, timeout time.D
 		}
 		return fmt.Errorf("failed to kill container %s: %w", id, err)
 	}
+	signals = append(signals, "SIGKILL")
 	if err := s.waitExited(ctx, c); err != nil {
 		return fmt.Errorf("wait for container %s to stop: %w", id, err)
 	}
@@ -504,9 +513,11 @@ func (s *Server) removeContainer(ctx context.Context, c *container) error {
 	if !present {
 		return nil
 	}
+	runcStart := time.Now()
 	if err := s.cfg.Containers.Delete(ctx, id); err != nil {
 		return fmt.Errorf("failed to delete container %s: %w", id, err)
 	}
+	s.noteContainer(steps.ContainerDeleted, c, runcStart, nil)
 	dir := s.containerDir(id)
 	if err := s.cfg.Images.Unmount(dir); err != nil {
 		return fmt.Errorf("failed to unmount the rootfs of container %s: %w", id, err)

@@ -87,6 +87,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 			pod.Ports = append(pod.Ports, PortMapping{Protocol: p.GetProtocol().String(), ContainerPort: p.GetContainerPort(),
 				HostPort: p.GetHostPort(), HostIP: p.GetHostIp()})
 		}
+		netStart := time.Now()
 		res, err := s.cfg.Network.Setup(ctx, pod)
 		if err != nil {
 			// Setup may have done part of its work: tear down whatever it left.
@@ -98,6 +99,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 		for _, ip := range res.IPs {
 			m.IPs = append(m.IPs, ip.String())
 		}
+		s.noteNetwork(md, res, netStart)
 	}
 	hosts, err := s.hostsFile(hostNet, hostname, m.IPs)
 	if err != nil {

@@ -56,6 +56,8 @@ type Config struct {
 	PollInterval time.Duration
 	// Logger logs what the server does (default: discard).
 	Logger *slog.Logger
+	// Steps is told what each of a pod's runtime steps did (nil: nobody; see Steps).
+	Steps Steps
 }
 
 // Server implements runtimeapi.RuntimeServiceServer and runtimeapi.ImageServiceServer.

@@ -17,10 +17,14 @@
 //     EndpointSlice objects changed, and the iptables.Renderer renders again
 //     only the Services whose model changed.
 //   - The first sync, one every SyncPeriod and every sync after a failure are
-//     full: iptables-save finds the chains a previous run left, the restore
-//     writes every chain and deletes the stale ones, and the jumps from the
-//     built-in chains are checked (iptables -C) and inserted (-I) where
-//     missing. Other syncs write only the chains whose rules changed
+//     full: iptables-save shows what the host holds (a previous run's rules
+//     after a restart), and the restores write only the chains the host lacks
+//     or holds with other rules (compared in the form iptables-save prints,
+//     iptables.SaveForm) and delete the owned chains the ruleset lacks
+//     (iptables.Ruleset.FullSyncBatches); a restart over unchanged rules
+//     writes nothing. The jumps from the built-in chains that the saved
+//     tables lack are checked (iptables -C) and inserted (-I). Other syncs
+//     write only the chains whose rules changed since the last sync
 //     (iptables.UpdateBatches), and nothing at all when no rule changed.
 //   - A sync of more than MaxChainsPerRestore per-service chains is applied
 //     in several restores (iptables-nft-restore --noflush is quadratic in
@@ -420,12 +424,20 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 		maxChains = ChainsPerRestore(len(rs.NAT))
 	}
 	var batches [][]byte
+	var saved *iptables.Saved
 	if full || p.applied == nil {
-		saved, err := p.run.Save(ctx)
+		full = true
+		text, err := p.run.Save(ctx)
 		if err != nil {
 			return fmt.Errorf("full sync: %w", err)
 		}
-		batches = rs.TextBatches(iptables.StaleChains(saved, rs), maxChains)
+		if saved, err = iptables.ParseSave(text); err != nil {
+			return fmt.Errorf("full sync: %w", err)
+		}
+		var st iptables.SyncStats
+		batches, st = rs.FullSyncBatches(saved, maxChains)
+		p.log.Debug("full sync against the host's tables", "unchangedChains", st.Unchanged, "changedChains", st.Changed,
+			"staleChains", st.Stale, "unpredictedRules", st.Unpredicted)
 	} else if batches = iptables.UpdateBatches(p.applied, rs, maxChains); batches == nil {
 		p.stats.unchanged.Add(1)
 		applied = true
@@ -440,7 +452,7 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 		size += len(b)
 	}
 	if full {
-		if err := p.ensureHooks(ctx); err != nil {
+		if err := p.ensureHooks(ctx, saved); err != nil {
 			return err
 		}
 		p.stats.fullRestores.Add(1)
@@ -455,13 +467,17 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 }
 
 // ensureHooks makes sure every jump from a built-in chain exists, and that
-// the guard's jumps come first.
-func (p *Proxy) ensureHooks(ctx context.Context) error {
+// the guard's jumps come first. The hooks that the full sync's saved tables
+// show (the restores never touch the built-in chains) are not checked again.
+func (p *Proxy) ensureHooks(ctx context.Context, saved *iptables.Saved) error {
 	guardChains := map[string]bool{}
 	for _, h := range iptables.GuardHooks() {
 		guardChains[h.Table+"/"+h.Chain] = true
 	}
 	for _, h := range iptables.Hooks() {
+		if saved != nil && saved.HasRule(h.Table, h.Chain, h.Args) {
+			continue
+		}
 		check := append([]string{"-t", h.Table, "-C", h.Chain}, h.Args...)
 		_, err := p.run.Iptables(ctx, check...)
 		if err == nil {
@@ -481,8 +497,23 @@ func (p *Proxy) ensureHooks(ctx context.Context) error {
 		if _, err := p.run.Iptables(ctx, append([]string{"-t", h.Table, "-I", h.Chain, pos}, h.Args...)...); err != nil {
 			return fmt.Errorf("insert the %s %s hook: %w", h.Table, h.Chain, err)
 		}
+		saved = nil // the saved order of the built-in chains is out of date
+	}
+	if saved != nil && guardFirstIn(saved) {
+		return nil
 	}
 	return p.ensureGuardFirst(ctx)
+}
+
+// guardFirstIn reports whether the saved tables start filter OUTPUT and
+// FORWARD with the guard's jump.
+func guardFirstIn(saved *iptables.Saved) bool {
+	for _, h := range iptables.GuardHooks() {
+		if !saved.FirstRuleJumpsTo(h.Table, h.Chain, iptables.ChainGuard) {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureGuardFirst inserts a jump to the guard at the top of filter OUTPUT

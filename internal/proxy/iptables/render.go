@@ -200,6 +200,11 @@ type svcOut struct {
 	filterServices, filterExternals []string
 	filterNodePorts, guardDrops     []string
 	chains                          []Chain
+	// forms and unpredicted are the chains' rules in SaveForm and the count
+	// of rules without one, per chain; computed by the first full sync that
+	// needs them (saved.go).
+	forms       [][]string
+	unpredicted []int
 }
 
 // Render returns the rules of m under o, reusing the output of Services that

@@ -525,7 +525,7 @@ func saveMark(s string, noMask bool) (string, bool) {
 
 // saveString quotes a string as xtables_save_string does: bare when it is
 // only letters, digits, '_' and '-', else in double quotes with '"', '\\'
-// and '\'' escaped by a backslash.
+// and '\” escaped by a backslash.
 func saveString(s string) string {
 	bare := s != ""
 	for i := 0; i < len(s) && bare; i++ {

@@ -524,8 +524,8 @@ func saveMark(s string, noMask bool) (string, bool) {
 }
 
 // saveString quotes a string as xtables_save_string does: bare when it is
-// only letters, digits, '_' and '-', else in double quotes with '"', '\\'
-// and '\” escaped by a backslash.
+// only letters, digits, underscores and dashes, else in double quotes with
+// double quotes, backslashes and single quotes escaped by a backslash.
 func saveString(s string) string {
 	bare := s != ""
 	for i := 0; i < len(s) && bare; i++ {

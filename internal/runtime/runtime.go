@@ -16,12 +16,14 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/runtime/cri"
 	"github.com/kubette/kubette/internal/runtime/image"
 	"github.com/kubette/kubette/internal/runtime/network"
 	"github.com/kubette/kubette/internal/runtime/oci"
 	"github.com/kubette/kubette/internal/runtime/runc"
+	"github.com/kubette/kubette/internal/runtime/steps"
 	"github.com/kubette/kubette/internal/runtime/streaming"
 )
 
@@ -50,6 +52,11 @@ type Config struct {
 	StreamAddr string
 	// Logger logs what the runtime does (default: slog.Default()).
 	Logger *slog.Logger
+	// Client, when set, receives the runtime's steps of each pod (CNI ADD, runc create,
+	// start, kill, delete) as Events (runtime/steps), reported by NodeName (default: the
+	// host name). Nil: the runtime needs no API server.
+	Client   kubernetes.Interface
+	NodeName string
 }
 
 // SocketPath is the CRI endpoint of a data directory.
@@ -58,13 +65,31 @@ func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock
 // Run serves CRI on DATA_DIR/cri.sock until ctx ends. Containers keep running after it
 // returns; a later Run adopts them.
 func Run(ctx context.Context, cfg Config) error {
-	p, err := open(ctx, cfg, true)
+	var rec *steps.Recorder
+	if cfg.Client != nil {
+		if cfg.NodeName == "" {
+			h, err := os.Hostname()
+			if err != nil {
+				return fmt.Errorf("runtime: node name: %w", err)
+			}
+			cfg.NodeName = h
+		}
+		rec = steps.New(cfg.Client, cfg.NodeName, cfg.Logger)
+	}
+	p, err := open(ctx, cfg, true, rec)
 	if err != nil {
 		return err
 	}
 	cfg = p.cfg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stepsDone := make(chan struct{})
+	if rec != nil {
+		go func() { defer close(stepsDone); rec.Run(ctx) }()
+	} else {
+		close(stepsDone)
+	}
+	defer func() { cancel(); <-stepsDone }()
 	streamErr := make(chan error, 1)
 	go func() {
 		err := p.stream.Serve(ctx)
@@ -84,7 +109,7 @@ func Run(ctx context.Context, cfg Config) error {
 // finally sweeps what no record names: containers left in runc's state, mounts below
 // DATA_DIR/runtime and the bridge's pod masquerade.
 func Down(ctx context.Context, cfg Config) error {
-	p, err := open(ctx, cfg, false)
+	p, err := open(ctx, cfg, false, nil)
 	if err != nil {
 		return err
 	}
@@ -101,8 +126,8 @@ type parts struct {
 }
 
 // open fills cfg's defaults and opens the stores and the CRI server, and with withStreaming
-// the streaming server (listening).
-func open(ctx context.Context, cfg Config, withStreaming bool) (parts, error) {
+// the streaming server (listening); rec, when not nil, is told the pods' steps.
+func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Recorder) (parts, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = "/var/lib/kubette"
 	}
@@ -157,8 +182,12 @@ func open(ctx context.Context, cfg Config, withStreaming bool) (parts, error) {
 		}
 		streamCfg = stream
 	}
+	var stepsCfg cri.Steps // a nil *steps.Recorder must stay a nil interface
+	if rec != nil {
+		stepsCfg = rec
+	}
 	srv, err = cri.New(ctx, cri.Config{
-		Dir: dir, ImageDir: imageDir, Images: images, Containers: rt, Network: net,
+		Dir: dir, ImageDir: imageDir, Images: images, Containers: rt, Network: net, Steps: stepsCfg,
 		Spec: func(in oci.Input) (*specs.Spec, error) {
 			in.MaxNOFILE, in.HostCapabilities = limits.nofile, limits.caps
 			return oci.Spec(in)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/cluster"
 	"github.com/kubette/kubette/internal/runtime"
@@ -10,7 +13,7 @@ import (
 
 func newRuntime() *cobra.Command {
 	var cfg runtime.Config
-	var logLevel string
+	var logLevel, kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "runtime",
 		Short: "Run the built-in container runtime: CRI on unix://DATA_DIR/cri.sock (images, runc containers, CNI pod network)",
@@ -22,6 +25,15 @@ func newRuntime() *cobra.Command {
 			}
 			cfg.Logger = logger
 			cfg.Version = cluster.Version.GitVersion
+			if kubeconfig != "" {
+				rc, err := restConfig(kubeconfig)
+				if err != nil {
+					return err
+				}
+				if cfg.Client, err = kubernetes.NewForConfig(rc); err != nil {
+					return fmt.Errorf("runtime client: %w", err)
+				}
+			}
 			return runtime.Run(cmd.Context(), cfg)
 		},
 	}
@@ -30,6 +42,8 @@ func newRuntime() *cobra.Command {
 	cmd.Flags().StringSliceVar(&cfg.CNIPluginDirs, "cni-plugin-dirs", []string{"/usr/lib/cni", "/opt/cni/bin"}, "directories holding the CNI plugins")
 	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "kubette0", "name of the pods' bridge")
 	cmd.Flags().StringVar(&cfg.StreamAddr, "streaming-address", streaming.DefaultAddr, "where the streaming server (exec, attach, port-forward) listens; the kubelet of this machine proxies to it")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig whose user records the pods' runtime steps (CNI ADD, runc create, start, kill, delete) as Events; none: no Events, no API server needed")
+	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "the node the Events report (default: the host name)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

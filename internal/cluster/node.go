@@ -8,6 +8,7 @@ import (
 	"os"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/hostcheck"
@@ -31,6 +32,10 @@ type NodeConfig struct {
 	// Runtime configures the built-in runtime; its DataDir is the cluster's.
 	Runtime runtime.Config
 }
+
+// RuntimeUser is the user (client certificate common name) of a node's runtime, as
+// system:node:<node> is its kubelet's.
+func RuntimeUser(node string) string { return "system:kubette-runtime:" + node }
 
 // DefaultPodCIDR is the pod range of the node `up` runs.
 const DefaultPodCIDR = "10.244.0.0/24"
@@ -69,6 +74,17 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serv
 	if err != nil {
 		return fmt.Errorf("kubelet credentials: %w", err)
 	}
+	// The runtime reports its steps of each pod as Events, under its own name per node
+	// (the trace's runtime/<node>).
+	rtRest, err := cp.ComponentConfig("runtime", RuntimeUser(cfg.Name))
+	if err != nil {
+		return fmt.Errorf("runtime credentials: %w", err)
+	}
+	rtRest.ContentType, rtRest.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
+	if rtCfg.Client, err = kubernetes.NewForConfig(rtRest); err != nil {
+		return fmt.Errorf("runtime client: %w", err)
+	}
+	rtCfg.NodeName = cfg.Name
 	addrs := nodestatus.DefaultAddresses(cfg.Name)
 	var ips []net.IP
 	for _, a := range addrs {

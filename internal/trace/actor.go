@@ -16,6 +16,19 @@ const (
 	DNS               = "dns"
 )
 
+// RuntimeController is the reportingController of the built-in runtime's Events (its
+// steps: CNI ADD, runc create, start, kill, delete), reported per node.
+const RuntimeController = "kubette-runtime"
+
+// runtimeUserPrefix begins the user of a node's runtime (system:kubette-runtime:<node>).
+const runtimeUserPrefix = "system:kubette-runtime:"
+
+// Runtime is the participant of a node's runtime: runtime/<node>, beside kubelet/<node>.
+func Runtime(node string) string { return "runtime/" + node }
+
+// runtimeNode returns the node of a runtime participant.
+func runtimeNode(actor string) (string, bool) { return strings.CutPrefix(actor, "runtime/") }
+
 // clientNames maps the names kube-controller-manager gives its controllers' clients
 // (the last element of their User-Agent, or the service account they run as) to the
 // component the diagrams show: the name its Events report, so that a controller's
@@ -96,6 +109,8 @@ func Actor(user, userAgent, fieldManager, resource, subresource string, delivery
 	switch {
 	case strings.HasPrefix(user, "system:node:"):
 		return "kubelet/" + strings.TrimPrefix(user, "system:node:")
+	case strings.HasPrefix(user, runtimeUserPrefix):
+		return Runtime(strings.TrimPrefix(user, runtimeUserPrefix))
 	case user == "system:kube-scheduler":
 		return Scheduler
 	case user == "system:kube-proxy" || user == "system:serviceaccount:kube-system:kube-proxy":
@@ -154,6 +169,10 @@ func EventActor(component, host string) string {
 		return "endpointslice-controller" // upstream's Event source; its client is endpointslice-controller
 	case "kubette-ingress", "ingress-nginx", "nginx-ingress-controller":
 		return IngressController
+	case RuntimeController:
+		if host != "" {
+			return Runtime(host)
+		}
 	}
 	if component == "" {
 		return "unknown"

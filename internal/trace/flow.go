@@ -29,6 +29,13 @@ type Event struct {
 	// Name is the Event's own name, to find its create request among the records.
 	Name  string `json:"name,omitempty"`
 	Count int32  `json:"count,omitempty"`
+	// Action is what the reporter did (events.k8s.io's action): for the runtime's Events,
+	// the CRI call the step answered (RunPodSandbox, CreateContainer, StartContainer, ...).
+	Action string `json:"action,omitempty"`
+	// AtEventTime says Time is when the step happened (the reporter's eventTime), to be
+	// kept rather than replaced by the time of the Event's create request: the runtime
+	// sends its Events in the background, after steps no API request shows.
+	AtEventTime bool `json:"atEventTime,omitempty"`
 }
 
 // Input is everything a flow is built from: the followed objects (the first is the
@@ -63,6 +70,10 @@ const (
 	StepDelivery
 	// StepNote is a component's decision (an Event).
 	StepNote
+	// StepCall is a node component's call to another that the API never sees, with what
+	// the callee did: the kubelet's CRI call to the runtime (RunPodSandbox: CNI ADD ...),
+	// drawn from the runtime's Events.
+	StepCall
 )
 
 // Step is one line of the diagram.
@@ -191,8 +202,12 @@ func Build(in Input, opts Options) Flow {
 	}
 	for _, e := range in.Events {
 		t := e.Time
-		if ct, ok := eventCreates[e.Object.Namespace+"/"+e.Name]; ok {
+		if ct, ok := eventCreates[e.Object.Namespace+"/"+e.Name]; ok && !e.AtEventTime {
 			t = ct
+		}
+		if node, ok := runtimeNode(e.Component); ok {
+			steps = append(steps, runtimeCall(e, node, t, nouns[e.Object], famNames))
+			continue
 		}
 		st := Step{Kind: StepNote, From: e.Component, To: e.Component, Label: e.Reason + ": " + e.Message, Time: t, owner: e.Component, Noun: nouns[e.Object], obj: e.Object}
 		st.foldKey = fmt.Sprintf("note|%s|%s|%s", e.Component, e.Reason, famNames.Replace(e.Message))
@@ -264,6 +279,9 @@ func fold(p *Phase, st Step) bool {
 		}
 		s.Count++
 		s.Several = s.Several || s.obj != st.obj
+		if st.Kind == StepCall {
+			s.Label = mergeLabels(s.Label, st.Label)
+		}
 		if st.RevFirst != 0 && (s.RevFirst == 0 || st.RevFirst < s.RevFirst) {
 			s.RevFirst = st.RevFirst
 		}
@@ -307,7 +325,7 @@ func dropIdleDeliveries(steps []Step, owners map[ObjectRef]ObjectRef) []Step {
 	}
 	lastAct := map[act]int{} // the last step at which actor acted on obj
 	for i, st := range steps {
-		if st.Kind == StepRequest || st.Kind == StepNote {
+		if st.Kind == StepRequest || st.Kind == StepNote || st.Kind == StepCall {
 			lastAct[act{st.owner, st.obj}] = i
 		}
 	}

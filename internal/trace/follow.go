@@ -260,7 +260,8 @@ func fromEvent(e *corev1.Event, ref ObjectRef) Event {
 	if e.Series != nil {
 		count = e.Series.Count
 	}
-	return Event{Time: t, Component: EventActor(component, host), Reason: e.Reason, Message: e.Message, Object: ref, Name: e.Name, Count: count}
+	return Event{Time: t, Component: EventActor(component, host), Reason: e.Reason, Message: e.Message, Object: ref, Name: e.Name, Count: count,
+		Action: e.Action, AtEventTime: component == RuntimeController && !e.EventTime.IsZero()}
 }
 
 // Fetch asks the API server for the records about the objects and the Events (whose

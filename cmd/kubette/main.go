@@ -61,7 +61,7 @@ type controlPlaneFlags struct {
 	dataDir, bind, etcdServers, tokenFile, logLevel string
 	serviceIPRange, nodePortRange                   string
 	port, traceCapacity, gcPercent                  int
-	controllers                                     bool
+	controllers, componentsOverTLS                  bool
 	node                                            nodeFlags
 }
 
@@ -119,6 +119,7 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.serviceIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "CIDR of Service cluster IPs (IPv4); the first address goes to the kubernetes Service")
 	cmd.Flags().StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports, FROM-TO inclusive")
 	cmd.Flags().IntVar(&f.traceCapacity, "trace-capacity", trace.DefaultCapacity, "trace records the API server keeps per resource for kubette trace and the /ui/ page; 0 turns tracing off")
+	cmd.Flags().BoolVar(&f.componentsOverTLS, "components-over-tls", false, "components in this process (controllers, scheduler, kubelet, proxy, DNS, ingress) reach the API server over HTTPS with client certificates, as separate processes do; by default they call its handler in-process, skipping TLS and HTTP/2 on both ends")
 	cmd.Flags().IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, "Go garbage collector target (as GOGC): heap growth in percent over the live heap before a collection; higher spends less CPU on collection and more memory; negative turns collection off. Without the flag, a GOGC environment variable wins")
 }
 
@@ -146,8 +147,8 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		Config: controlplane.Config{
 			DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
 			ServiceClusterIPRange: f.serviceIPRange, ServiceNodePortRange: f.nodePortRange,
-			TraceCapacity: f.traceCapacity,
-			Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+			TraceCapacity: f.traceCapacity, ComponentsOverTLS: f.componentsOverTLS,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		},
 		ControllerManager: f.controllers,
 		Scheduler:         f.controllers,

@@ -1,6 +1,8 @@
 // Package cluster is the composition root of `kubette up`: the control plane
 // (etcd, certificates, the API server) and, in the same process, the controller
-// manager, the scheduler and the other components, each talking to the API server over HTTPS with its own identity.
+// manager, the scheduler and the other components, each talking to the API server with its own
+// identity: in-process through the API server's handler chain (package inprocess), or over
+// HTTPS with its client certificate when controlplane.Config.ComponentsOverTLS is set.
 package cluster
 
 import (

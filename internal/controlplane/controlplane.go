@@ -28,6 +28,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/apiserver/filters"
 	"github.com/kubette/kubette/internal/apiserver/servicealloc"
+	"github.com/kubette/kubette/internal/inprocess"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/storage"
 	"github.com/kubette/kubette/internal/storage/etcd"
@@ -71,6 +72,12 @@ type Config struct {
 	// TraceCapacity is how many trace records the API server keeps per resource for
 	// `kubette trace` and the /ui/ page (0: the default, 10000); negative turns tracing off.
 	TraceCapacity int
+	// ComponentsOverTLS makes ComponentConfig return configurations that reach the API
+	// server over HTTPS with client certificates, as separate processes do. Unset, the
+	// components of this process call the API server's handler in-process (see package
+	// inprocess): the same authentication, authorization, admission and storage without
+	// the TLS and HTTP/2 work on both ends.
+	ComponentsOverTLS bool
 }
 
 // kubernetesServiceInterval is how often the kubernetes Service and its endpoints are
@@ -90,13 +97,21 @@ type ControlPlane struct {
 	ca      *pki.CA
 	pkiDir  string
 	dataDir string
+	// handler is the API server's handler chain, for in-process clients; nil when
+	// components go over TLS.
+	handler http.Handler
 }
 
 // ComponentConfig issues a client certificate for a component (user is its common name,
 // e.g. system:kube-controller-manager), writes DATA_DIR/<name>.kubeconfig for running
-// it as a separate process, and returns its client configuration.
+// it as a separate process, and returns the client configuration of the component
+// running in this process: in-process as that user unless Config.ComponentsOverTLS.
 func (c *ControlPlane) ComponentConfig(name, user string) (*rest.Config, error) {
-	return componentConfig(c.ca, c.pkiDir, c.dataDir, c.URL, name, user)
+	cfg, err := componentConfig(c.ca, c.pkiDir, c.dataDir, c.URL, name, user)
+	if err != nil || c.handler == nil {
+		return cfg, err
+	}
+	return &rest.Config{Host: c.URL, Transport: &inprocess.Transport{Handler: c.handler, User: &filters.User{Name: user, Groups: []string{}}}}, nil
 }
 
 // CA is the cluster's certificate authority, which components on this machine (the kubelet's
@@ -186,7 +201,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		sr.stop()
 		return nil, err
 	}
-	auth := filters.Union{filters.X509Authenticator{}}
+	auth := filters.Union{inprocess.Authenticator{}, filters.X509Authenticator{}}
 	if cfg.TokenAuthFile != "" {
 		tokens, err := filters.LoadTokenFile(cfg.TokenAuthFile)
 		if err != nil {
@@ -200,8 +215,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		sr.stop()
 		return nil, fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
+	handler := srv.Handler(auth, nil)
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(auth, nil),
+		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 		TLSConfig: &tls.Config{
@@ -256,6 +272,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	cp := &ControlPlane{Kubeconfig: kubeconfig, URL: url, ReadyAfter: time.Since(start), done: done,
 		ca: ca, pkiDir: pkiDir, dataDir: cfg.DataDir}
+	if !cfg.ComponentsOverTLS {
+		cp.handler = handler
+	}
 
 	go func() {
 		var err error

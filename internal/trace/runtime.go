@@ -8,15 +8,16 @@ import (
 )
 
 // runtimeCall draws a runtime's Event as the step of the node's kubelet calling the
-// runtime: an arrow kubelet/<node> → runtime/<node> labelled with the CRI call and what
-// the runtime did ("RunPodSandbox: CNI kubette: bridge+host-local → eth0 10.244.0.7/24 gw
-// 10.244.0.1 in 38ms"), in the kubelet's phase. The same call on sibling pods folds, its
+// runtime: an arrow kubelet/<node> → runtime/<node> labelled with the CRI call, the pod
+// and what the runtime did ("RunPodSandbox web-1: CNI kubette: bridge+host-local → eth0
+// 10.244.0.7/24 gw 10.244.0.1 in 38ms"), in the kubelet's phase. The same call on sibling pods folds, its
 // differing parts merged (mergeLabels).
 func runtimeCall(e Event, node string, t time.Time, noun string, famNames *strings.Replacer) Step {
-	label := e.Reason + ": " + e.Message
-	if e.Action != "" {
-		label = e.Action + ": " + e.Message
+	call := e.Action
+	if call == "" {
+		call = e.Reason
 	}
+	label := call + " " + e.Object.Name + ": " + e.Message
 	kubelet := "kubelet/" + node
 	st := Step{Kind: StepCall, From: kubelet, To: e.Component, Label: label, Time: t, owner: kubelet, Noun: noun, obj: e.Object}
 	st.foldKey = fmt.Sprintf("call|%s|%s|%s|%s", e.Component, e.Action, e.Reason, digits.ReplaceAllString(famNames.Replace(e.Message), "0"))

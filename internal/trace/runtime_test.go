@@ -64,10 +64,10 @@ func TestRuntimeCalls(t *testing.T) {
 
 	text := Text(Build(in, Options{}))
 	for _, want := range []string{
-		"kubelet/vm → runtime/vm: RunPodSandbox: CNI kubette: bridge+host-local → eth0 10.244.0.…/24 gw 10.244.0.1 in 37ms–312ms ×3 pods",
-		"kubelet/vm → runtime/vm: CreateContainer: runc create server in 47ms–412ms ×3 pods",
+		"kubelet/vm → runtime/vm: RunPodSandbox web-…: CNI kubette: bridge+host-local → eth0 10.244.0.…/24 gw 10.244.0.1 in 37ms–312ms ×3 pods",
+		"kubelet/vm → runtime/vm: CreateContainer web-…: runc create server in 47ms–412ms ×3 pods",
 		"[kubelet/vm] Created: Created container: server ×3 pods",
-		"kubelet/vm → runtime/vm: StartContainer: runc start server: pid … in 17ms–112ms ×3 pods",
+		"kubelet/vm → runtime/vm: StartContainer web-…: runc start server: pid … in 17ms–112ms ×3 pods",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("folded timeline lacks %q:\n%s", want, text)
@@ -80,7 +80,7 @@ func TestRuntimeCalls(t *testing.T) {
 	if n := strings.Count(all, "kubelet/vm → runtime/vm: "); n != 9 {
 		t.Errorf("--all has %d runtime calls, want 9:\n%s", n, all)
 	}
-	if !strings.Contains(all, "  +0.000s  kubelet/vm → runtime/vm: RunPodSandbox: CNI kubette: bridge+host-local → eth0 10.244.0.7/24 gw 10.244.0.1 in 37ms") ||
+	if !strings.Contains(all, "  +0.000s  kubelet/vm → runtime/vm: RunPodSandbox web-a: CNI kubette: bridge+host-local → eth0 10.244.0.7/24 gw 10.244.0.1 in 37ms") ||
 		!strings.Contains(all, "runtime/vm → API server: POST /apis/events.k8s.io/v1/namespaces/default/events → 201") {
 		t.Errorf("--all lacks the first pod's network step at its own time or the runtime's Event create:\n%s", all)
 	}

@@ -68,6 +68,12 @@ type options struct {
 	// cpuProfile, when set, is the file that gets this process's CPU profile
 	// (the in-process scheduler's with --pods-first) over the bind phase.
 	cpuProfile string
+	// serverProfile, when set, is the prefix of the files that get the API server's CPU
+	// profile (PREFIX.cpu) and allocations (PREFIX.allocs) over the first seconds of the
+	// bind phase, from its /debug/pprof.
+	serverProfile string
+	// serverProfileSeconds is how long the server profiles run.
+	serverProfileSeconds int
 }
 
 func main() {
@@ -81,6 +87,8 @@ func main() {
 	flag.BoolVar(&o.podsFirst, "pods-first", false, "create every pod first, then start a scheduler in this process (schedulerName bench-scheduler-<run>, so the cluster's scheduler ignores them) and time the binds alone")
 	flag.IntVar(&o.nodes, "nodes", 0, "register this many Ready nodes with no kubelet behind them (nodes only, as upstream scheduler_perf: run no `kubette sim`); they are deleted at the end")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile over the bind phase to this file (with --pods-first: the in-process scheduler's)")
+	flag.StringVar(&o.serverProfile, "server-profile", "", "with --pods-first: write the API server's CPU profile (PREFIX.cpu) and allocation profile (PREFIX.allocs) over the start of the bind phase, read from its /debug/pprof with the kubeconfig's credentials")
+	flag.IntVar(&o.serverProfileSeconds, "server-profile-seconds", 8, "length of the --server-profile profiles")
 	flag.Parse()
 	if o.kubeconfig == "" || o.pods <= 0 || o.workers <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: scheduler --kubeconfig FILE [--pods N>0] [--workers W>0] [flags]")
@@ -267,7 +275,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return fmt.Errorf("create pods: %w", createErr)
 	}
 	if o.podsFirst {
-		return bindPhase(ctx, cfg, cs, schedulerName, created, o.cpuProfile, tr, out)
+		return bindPhase(ctx, cfg, cs, schedulerName, created, o, tr, out)
 	}
 
 	waitErr := tr.wait(ctx, start.Add(bindTimeout), func(t *bindTracker) bool { return len(t.bound) >= created })

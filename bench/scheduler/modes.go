@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,8 +122,8 @@ func startScheduler(ctx context.Context, cfg *rest.Config, name string) (stop fu
 // waits for all of them to be bound, then reports the bind rate, the time from
 // the scheduler's start to each bind, the server's requests and the CPU of the
 // bind phase alone (the bench's CPU includes the scheduler's).
-func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, schedulerName string, created int, cpuProfile string, tr *bindTracker, out io.Writer) error {
-	stopProfile, err := startCPUProfile(cpuProfile)
+func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, schedulerName string, created int, o options, tr *bindTracker, out io.Writer) error {
+	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
 	}
@@ -132,6 +134,7 @@ func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, s
 	busyBefore, _, _ := benchutil.HostCPU()
 	benchBefore := processCPU()
 	start := time.Now()
+	serverProfiles := startServerProfiles(ctx, cs, o.serverProfile, o.serverProfileSeconds)
 	stop := startScheduler(ctx, cfg, schedulerName)
 	waitErr := tr.wait(ctx, start.Add(bindTimeout), func(t *bindTracker) bool { return len(t.bound) >= created })
 	end := time.Now()
@@ -141,6 +144,9 @@ func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, s
 	}
 	busyAfter, _, _ := benchutil.HostCPU()
 	benchCPU := processCPU() - benchBefore
+	if err := serverProfiles(); err != nil {
+		fmt.Fprintf(out, "note:    server profile: %v\n", err)
+	}
 	if err := stopProfile(); err != nil {
 		fmt.Fprintf(out, "note:    %v\n", err)
 	}
@@ -198,4 +204,40 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		}
 		return nil
 	}, nil
+}
+
+// startServerProfiles fetches the API server's CPU profile and allocation delta
+// profile over the next seconds into prefix.cpu and prefix.allocs (nothing when
+// prefix is empty); wait returns once both are written.
+func startServerProfiles(ctx context.Context, cs kubernetes.Interface, prefix string, seconds int) (wait func() error) {
+	if prefix == "" {
+		return func() error { return nil }
+	}
+	kinds := []string{"profile", "allocs"}
+	files := []string{prefix + ".cpu", prefix + ".allocs"}
+	errs := make(chan error, len(kinds))
+	for i := range kinds {
+		go func() {
+			data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+kinds[i]).
+				Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+			if err != nil {
+				errs <- fmt.Errorf("fetch %s: %w", kinds[i], err)
+				return
+			}
+			if err := os.WriteFile(files[i], data, 0o644); err != nil {
+				errs <- fmt.Errorf("write %s: %w", files[i], err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	return func() error {
+		var all []error
+		for range kinds {
+			if err := <-errs; err != nil {
+				all = append(all, err)
+			}
+		}
+		return errors.Join(all...)
+	}
 }

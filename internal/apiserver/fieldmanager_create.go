@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"time"
@@ -28,6 +29,8 @@ type createFields struct {
 	empty  *typed.TypedValue
 	goType reflect.Type
 	rt     resolvedType
+	// shapes keeps the entries of objects whose fields are all scalars (shapeCache).
+	shapes *shapeCache
 }
 
 // newStripSet returns the fields upstream's field manager never records as managed.
@@ -72,7 +75,8 @@ func (f *fieldManagers) createType(r *registry.Resource) (*createFields, error) 
 	if err != nil {
 		return nil, fmt.Errorf("create fields of %s: %w", gvk, err)
 	}
-	c = &createFields{empty: typed.AsTypedUnvalidated(v, rt.schema, rt.ref), goType: reflect.TypeOf(empty), rt: rt}
+	c = &createFields{empty: typed.AsTypedUnvalidated(v, rt.schema, rt.ref), goType: reflect.TypeOf(empty), rt: rt,
+		shapes: newShapeCache(reflect.TypeOf(empty))}
 	f.cmu.Lock()
 	f.creates[gvk] = c
 	f.cmu.Unlock()
@@ -98,21 +102,21 @@ func (f *fieldManagers) createManaged(r *registry.Resource, obj runtime.Object, 
 	}
 	gvk := r.GroupVersionKind()
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	v, err := value.NewValueReflect(obj)
-	if err != nil {
-		return false
+	shape, shaped := c.shapes.key(obj)
+	entry, known := shapeEntry{}, false
+	if shaped {
+		entry, known = c.shapes.get(shape)
 	}
-	cmp, err := c.empty.Compare(typed.AsTypedUnvalidated(v, c.rt.schema, c.rt.ref))
-	if err != nil {
-		return false
+	if !known {
+		if entry, err = f.compareCreate(c, obj); err != nil {
+			return false
+		}
+		if shaped {
+			c.shapes.put(shape, entry)
+		}
 	}
-	set := cmp.Modified.Union(cmp.Added).Difference(f.strip)
-	if set.Empty() {
+	if entry.empty {
 		return true
-	}
-	raw, err := set.ToJSON()
-	if err != nil {
-		return false
 	}
 	if manager == "" {
 		manager = "unknown"
@@ -123,7 +127,29 @@ func (f *fieldManagers) createManaged(r *registry.Resource, obj runtime.Object, 
 		APIVersion: gvk.GroupVersion().String(),
 		Time:       &metav1.Time{Time: time.Now().UTC()},
 		FieldsType: "FieldsV1",
-		FieldsV1:   &metav1.FieldsV1{Raw: raw},
+		FieldsV1:   &metav1.FieldsV1{Raw: bytes.Clone(entry.raw)},
 	}})
 	return true
+}
+
+// compareCreate computes the managed fields of creating obj: what differs from the
+// kind's empty object, less the fields never recorded.
+func (f *fieldManagers) compareCreate(c *createFields, obj runtime.Object) (shapeEntry, error) {
+	v, err := value.NewValueReflect(obj)
+	if err != nil {
+		return shapeEntry{}, fmt.Errorf("create fields: %w", err)
+	}
+	cmp, err := c.empty.Compare(typed.AsTypedUnvalidated(v, c.rt.schema, c.rt.ref))
+	if err != nil {
+		return shapeEntry{}, fmt.Errorf("create fields: %w", err)
+	}
+	set := cmp.Modified.Union(cmp.Added).Difference(f.strip)
+	if set.Empty() {
+		return shapeEntry{empty: true}, nil
+	}
+	raw, err := set.ToJSON()
+	if err != nil {
+		return shapeEntry{}, fmt.Errorf("create fields: %w", err)
+	}
+	return shapeEntry{raw: raw}, nil
 }

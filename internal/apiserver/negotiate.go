@@ -98,6 +98,35 @@ func (c *codecs) encode(w io.Writer, typ string, obj runtime.Object) error {
 	}
 }
 
+// protoBytes returns obj's protobuf encoding (the kind envelope and the object) in a
+// slice of its own, allocated once: the serializer sizes the message and writes it
+// with a single Write, which keeps the slice instead of copying it into a buffer.
+func (c *codecs) protoBytes(obj runtime.Object) ([]byte, error) {
+	var w captureWriter
+	if err := c.proto.EncodeWithAllocator(obj, &w, &runtime.SimpleAllocator{}); err != nil {
+		return nil, err
+	}
+	return w.data, nil
+}
+
+// captureWriter keeps the slice of a single Write without copying it (the allocator
+// that made it is not used again); further writes append to it.
+type captureWriter struct {
+	data   []byte
+	writes int
+}
+
+// Write keeps p on the first call and appends it afterwards.
+func (w *captureWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes == 1 {
+		w.data = p
+	} else {
+		w.data = append(w.data[:len(w.data):len(w.data)], p...)
+	}
+	return len(p), nil
+}
+
 func contentType(typ string) string {
 	switch typ {
 	case "protobuf":
@@ -131,14 +160,24 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, o
 		typ = m.typ
 		break
 	}
-	var buf bytes.Buffer
-	if err := s.codecs.encode(&buf, typ, obj); err != nil {
-		s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
-		return
+	var data []byte
+	if typ == "protobuf" {
+		var err error
+		if data, err = s.codecs.protoBytes(obj); err != nil {
+			s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
+			return
+		}
+	} else {
+		var buf bytes.Buffer
+		if err := s.codecs.encode(&buf, typ, obj); err != nil {
+			s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
+			return
+		}
+		data = buf.Bytes()
 	}
 	w.Header().Set("Content-Type", contentType(typ))
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(data)
 }
 
 // writeError answers with a metav1.Status in the shape kubectl expects.
@@ -189,11 +228,7 @@ func (e *watchEncoder) write(eventType string, obj runtime.Object) error {
 // watchcache.Event.Encoded shares between the watchers of one event.
 func (e *watchEncoder) encodeObject(obj runtime.Object) ([]byte, error) {
 	if e.typ == "protobuf" {
-		var inner bytes.Buffer
-		if err := e.codec.proto.Encode(obj, &inner); err != nil {
-			return nil, err
-		}
-		return inner.Bytes(), nil
+		return e.codec.protoBytes(obj)
 	}
 	return json.Marshal(obj)
 }

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,11 +49,11 @@ func (s *Server) encodeForStorage(r *registry.Resource, obj runtime.Object) ([]b
 	m.SetResourceVersion("")
 	defer m.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
-	var buf bytes.Buffer
-	if err := s.codecs.proto.Encode(obj, &buf); err != nil {
+	data, err := s.codecs.protoBytes(obj)
+	if err != nil {
 		return nil, fmt.Errorf("encode %s for storage: %w", r.Kind, err)
 	}
-	return buf.Bytes(), nil
+	return data, nil
 }
 
 // toServed converts a stored object to the resource's served version. The result may

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/kubette/kubette/internal/storage"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -177,7 +178,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, bytesAsString(value))).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("etcd create %q: %w", key, translateError(err))
@@ -200,7 +201,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 			// An absent key has mod revision 0: never let an update create it.
 			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
 		).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, bytesAsString(value))).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
@@ -307,6 +308,13 @@ func translateError(err error) error {
 		return fmt.Errorf("%w: %w", storage.ErrFutureRevision, err)
 	}
 	return err
+}
+
+// bytesAsString views value as a string without copying it, for clientv3.OpPut, which
+// takes the value as a string only to copy it into its request at once: the caller's
+// slice is read during the call and never kept.
+func bytesAsString(value []byte) string {
+	return unsafe.String(unsafe.SliceData(value), len(value))
 }
 
 func toKeyValue(kv *mvccpb.KeyValue) storage.KeyValue {

@@ -132,15 +132,18 @@ func measure(n, e, runs int, apply bool) error {
 			return err
 		}
 		t2 := time.Now()
-		saved, err := ns.runner.Save(ctx)
+		savedText, err := ns.runner.Save(ctx)
 		if err != nil {
 			return err
 		}
-		stale := iptables.StaleChains(saved, rs)
+		saved, err := iptables.ParseSave(savedText)
+		if err != nil {
+			return err
+		}
+		batches, _ := rs.FullSyncBatches(saved, batchChains)
 		save := time.Since(t2)
 		t3 := time.Now()
 		cpu0 := childCPU()
-		batches := rs.TextBatches(stale, batchChains)
 		for _, b := range batches {
 			if err := ns.runner.Restore(ctx, b); err != nil {
 				return err
@@ -154,6 +157,20 @@ func measure(n, e, runs int, apply bool) error {
 		line += fmt.Sprintf(" = %v (render only)", (render + textTime).Round(time.Millisecond))
 	}
 	fmt.Println(line)
+	if ns != nil {
+		// A proxy restarts over its own rules: a fresh Renderer, the full sync
+		// against iptables-save. Unchanged, then with one Service changed
+		// while no proxy ran.
+		for _, changed := range []bool{false, true} {
+			if changed {
+				m.Services[n/2].Ports[0].Endpoints[0].IP = netip.AddrFrom4([4]byte{10, 246, 0, 1})
+			}
+			if err := restart(ctx, ns, m, changed); err != nil {
+				return err
+			}
+		}
+		rs = renderer.Render(m, opts)
+	}
 
 	// One endpoint of one Service changes (a pod replaced): render the model
 	// again (the Renderer renders only the changed Service), diff (only that
@@ -210,6 +227,54 @@ func measure(n, e, runs int, apply bool) error {
 			return fmt.Errorf("after the partial restores the namespace holds %d rules, the full text %d", got, want)
 		}
 		fmt.Printf("  check:               the namespace holds the %d rules of the full text\n", rules)
+	}
+	return nil
+}
+
+// restart measures a restarted proxy's first (full) sync over the rules in
+// ns: render with a fresh Renderer, iptables-save, parse, compare, restore
+// what differs.
+func restart(ctx context.Context, ns *netns, m iptables.Model, changed bool) error {
+	cpu0 := childCPU()
+	var self0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
+	t0 := time.Now()
+	rs := iptables.NewRenderer().Render(m, opts)
+	t1 := time.Now()
+	text, err := ns.runner.Save(ctx)
+	if err != nil {
+		return err
+	}
+	t2 := time.Now()
+	saved, err := iptables.ParseSave(text)
+	if err != nil {
+		return err
+	}
+	t3 := time.Now()
+	batches, st := rs.FullSyncBatches(saved, batchChains)
+	t4 := time.Now()
+	size := 0
+	for _, b := range batches {
+		size += len(b)
+		if err := ns.runner.Restore(ctx, b); err != nil {
+			return err
+		}
+	}
+	t5 := time.Now()
+	user, sys := childCPU().sub(cpu0)
+	var self1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
+	selfCPU := time.Duration(self1.Utime.Nano()+self1.Stime.Nano()-self0.Utime.Nano()-self0.Stime.Nano())
+	what := "restart, unchanged:  "
+	if changed {
+		what = "restart, 1 changed:  "
+	}
+	fmt.Printf("  %s render %v + iptables-save %v + parse %v + compare %v + iptables-restore %v (%d restores, %.1f kB; %d chains unchanged, %d written, %d deleted) = %v; CPU tools %v user + %v sys, bench process %v\n",
+		what, t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Millisecond), t4.Sub(t3).Round(time.Millisecond),
+		t5.Sub(t4).Round(time.Millisecond), len(batches), float64(size)/1e3, st.Unchanged, st.Changed, st.Stale, t5.Sub(t0).Round(time.Millisecond),
+		user.Round(time.Millisecond), sys.Round(time.Millisecond), selfCPU.Round(time.Millisecond))
+	if changed == (batches == nil) {
+		return fmt.Errorf("restart (changed %v) wrote %d restores", changed, len(batches))
 	}
 	return nil
 }

@@ -71,3 +71,34 @@ func BenchmarkRerenderNoChange10000x10(b *testing.B) {
 		prev = next
 	}
 }
+
+// BenchmarkFullSyncUnchanged10000x10 is a restarted proxy's comparison of a
+// freshly rendered ruleset with the saved tables that hold it already.
+func BenchmarkFullSyncUnchanged10000x10(b *testing.B) {
+	m := benchModel(10000, 10)
+	var text []byte
+	rs := Render(m, testOptions)
+	for _, tn := range []string{TableFilter, TableNAT} {
+		text = append(text, "*"+tn+"\n"...)
+		for _, c := range rs.Table(tn) {
+			text = append(text, ":"+c.Name+" - [0:0]\n"...)
+		}
+		for _, c := range rs.Table(tn) {
+			for _, r := range c.Rules {
+				f, _ := SaveForm(r)
+				text = append(text, "-A "+c.Name+" "+f+"\n"...)
+			}
+		}
+		text = append(text, "COMMIT\n"...)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		saved, err := ParseSave(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if batches, _ := Render(m, testOptions).FullSyncBatches(saved, 500); batches != nil {
+			b.Fatal("unchanged ruleset gave batches")
+		}
+	}
+}

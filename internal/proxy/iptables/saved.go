@@ -245,7 +245,7 @@ func (s *Saved) FirstRuleJumpsTo(table, chain, target string) bool {
 	if t == nil || len(t.Rules[chain]) == 0 {
 		return false
 	}
-	toks, ok := splitRule(t.Rules[chain][0])
+	toks, ok := splitRule(t.Rules[chain][0], nil)
 	if !ok {
 		return false
 	}

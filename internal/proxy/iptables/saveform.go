@@ -19,17 +19,22 @@ import (
 // anything else: a full sync then treats the chain as changed and rewrites
 // it, so a rule SaveForm cannot predict costs a restore, never a wrong diff.
 func SaveForm(rule string) (string, bool) {
-	toks, ok := splitRule(rule)
+	// Fixed-size scratch space: a rendered rule has a few dozen words.
+	var tokBuf, optBuf [48]string
+	toks, ok := splitRule(rule, tokBuf[:0])
 	if !ok {
 		return "", false
 	}
-	var hdr [5]string // -s -d -i -o -p, each "" or "[! ]-x value"
+	var hdrVal [5]string // -s -d -i -o -p
+	var hdrNeg, hdrSet [5]bool
 	type match struct {
-		name string
-		opts []string
+		name   string
+		lo, hi int // its options in opts
 	}
-	var matches []match
-	target, tgtOpts := "", []string(nil)
+	var matchBuf [12]match
+	matches := matchBuf[:0]
+	opts := optBuf[:0]
+	target, tgtLo := "", 0
 	neg := false
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -44,11 +49,11 @@ func SaveForm(rule string) (string, bool) {
 			if neg {
 				return "", false
 			}
-			tgtOpts = append(tgtOpts, t)
+			opts = append(opts, t)
 			continue
 		}
 		if slot := headerSlot(t); slot >= 0 {
-			if i+1 >= len(toks) || hdr[slot] != "" {
+			if i+1 >= len(toks) || hdrSet[slot] {
 				return "", false
 			}
 			v, ok := headerValue(t, toks[i+1])
@@ -56,31 +61,28 @@ func SaveForm(rule string) (string, bool) {
 				return "", false
 			}
 			i++
+			hdrSet[slot] = true
 			if v == "" { // -s 0.0.0.0/0 matches everything: not printed
 				if neg {
 					return "", false
 				}
 				continue
 			}
-			h := t + " " + v
-			if neg {
-				h = "! " + h
-			}
-			hdr[slot], neg = h, false
+			hdrVal[slot], hdrNeg[slot], neg = v, neg, false
 			continue
 		}
 		switch t {
 		case "-m", "--match":
-			if neg || i+1 >= len(toks) {
+			if neg || i+1 >= len(toks) || len(matches) == cap(matchBuf) {
 				return "", false
 			}
-			matches = append(matches, match{name: toks[i+1]})
+			matches = append(matches, match{name: toks[i+1], lo: len(opts), hi: len(opts)})
 			i++
 		case "-j", "--jump":
 			if neg || i+1 >= len(toks) {
 				return "", false
 			}
-			target = toks[i+1]
+			target, tgtLo = toks[i+1], len(opts)
 			i++
 		default:
 			if len(matches) == 0 {
@@ -88,84 +90,88 @@ func SaveForm(rule string) (string, bool) {
 			}
 			m := &matches[len(matches)-1]
 			if neg {
-				m.opts = append(m.opts, "!")
+				opts = append(opts, "!")
 				neg = false
 			}
-			m.opts = append(m.opts, t)
+			opts = append(opts, t)
+			m.hi = len(opts)
 		}
 	}
 	if neg || target == "" {
 		return "", false
 	}
 	var b strings.Builder
-	b.Grow(len(rule) + 32)
-	for _, h := range hdr {
-		if h != "" {
-			b.WriteString(h)
-			b.WriteByte(' ')
+	b.Grow(len(rule) + 64)
+	for i, v := range hdrVal {
+		if v == "" {
+			continue
 		}
-	}
-	for _, m := range matches {
-		s, ok := saveMatch(m.name, m.opts, hdr[4])
-		if !ok {
-			return "", false
+		if hdrNeg[i] {
+			b.WriteString("! ")
 		}
-		b.WriteString("-m ")
-		b.WriteString(m.name)
-		if s != "" {
-			b.WriteByte(' ')
-			b.WriteString(s)
-		}
+		b.WriteString(headerOpts[i])
+		b.WriteString(v)
 		b.WriteByte(' ')
 	}
-	s, ok := saveTarget(target, tgtOpts)
-	if !ok {
-		return "", false
+	for _, m := range matches {
+		b.WriteString("-m ")
+		b.WriteString(m.name)
+		if !saveMatch(&b, m.name, opts[m.lo:m.hi], hdrVal[4]) {
+			return "", false
+		}
+		b.WriteByte(' ')
 	}
 	b.WriteString("-j ")
 	b.WriteString(target)
-	if s != "" {
-		b.WriteByte(' ')
-		b.WriteString(s)
+	if !saveTarget(&b, target, opts[tgtLo:]) {
+		return "", false
 	}
 	return b.String(), true
 }
 
-// splitRule splits a rule into its words; a double-quoted word may hold
-// spaces and backslash escapes.
-func splitRule(rule string) ([]string, bool) {
-	out := make([]string, 0, 24)
+// headerOpts are the header options in the order iptables-save prints them.
+var headerOpts = [5]string{"-s ", "-d ", "-i ", "-o ", "-p "}
+
+// splitRule splits a rule into its words, appended to out; a double-quoted
+// word may hold spaces and backslash escapes.
+func splitRule(rule string, out []string) ([]string, bool) {
 	for i := 0; i < len(rule); {
 		switch c := rule[i]; {
 		case c == ' ':
 			i++
 		case c == '"':
-			var w strings.Builder
-			j := i + 1
+			j, escaped := i+1, false
 			for ; j < len(rule) && rule[j] != '"'; j++ {
 				if rule[j] == '\\' {
+					escaped = true
 					j++
-					if j == len(rule) {
-						return nil, false
-					}
 				}
-				w.WriteByte(rule[j])
 			}
-			if j == len(rule) {
+			if j >= len(rule) {
 				return nil, false
 			}
-			out = append(out, w.String())
+			w := rule[i+1 : j]
+			if escaped {
+				var u strings.Builder
+				for k := 0; k < len(w); k++ {
+					if w[k] == '\\' {
+						k++
+					}
+					u.WriteByte(w[k])
+				}
+				w = u.String()
+			}
+			out = append(out, w)
 			i = j + 1
 		default:
-			j := strings.IndexByte(rule[i:], ' ')
-			if j < 0 {
-				j = len(rule) - i
+			j := i
+			for ; j < len(rule) && rule[j] != ' '; j++ {
+				if c := rule[j]; c == '"' || c == '\\' || c == '\'' {
+					return nil, false
+				}
 			}
-			if strings.ContainsAny(rule[i:i+j], `"\'`) {
-				return nil, false
-			}
-			out = append(out, rule[i:i+j])
-			i += j
+			out = append(out, rule[i:j])
+			i = j
 		}
 	}
 	return out, true
@@ -192,20 +198,19 @@ func headerSlot(opt string) int {
 func headerValue(opt, v string) (string, bool) {
 	switch opt {
 	case "-s", "-d":
-		var p netip.Prefix
-		if strings.IndexByte(v, '/') >= 0 {
-			var err error
-			if p, err = netip.ParsePrefix(v); err != nil {
-				return "", false
-			}
-		} else {
+		if strings.IndexByte(v, '/') < 0 {
 			a, err := netip.ParseAddr(v)
-			if err != nil {
+			if err != nil || !a.Is4() {
 				return "", false
 			}
-			p = netip.PrefixFrom(a, a.BitLen())
+			var buf [16]byte
+			if string(a.AppendTo(buf[:0])) == v { // the common case: no copy of v
+				return v + "/32", true
+			}
+			return a.String() + "/32", true
 		}
-		if !p.Addr().Is4() {
+		p, err := netip.ParsePrefix(v)
+		if err != nil || !p.Addr().Is4() {
 			return "", false
 		}
 		if p.Bits() == 0 {
@@ -213,6 +218,10 @@ func headerValue(opt, v string) (string, bool) {
 		}
 		return p.Masked().String(), true
 	case "-p":
+		switch v {
+		case "tcp", "udp", "sctp", "icmp":
+			return v, true
+		}
 		switch p := strings.ToLower(v); p {
 		case "tcp", "udp", "sctp", "icmp":
 			return p, true
@@ -226,127 +235,134 @@ func headerValue(opt, v string) (string, bool) {
 	}
 }
 
-// saveMatch returns a match's options as iptables-save prints them.
-func saveMatch(name string, opts []string, proto string) (string, bool) {
+// saveMatch writes a match's options (with a leading space) as
+// iptables-save prints them; false when it does not know them.
+func saveMatch(b *strings.Builder, name string, opts []string, proto string) bool {
 	switch name {
 	case "comment":
 		if len(opts) != 2 || opts[0] != "--comment" {
-			return "", false
+			return false
 		}
-		return "--comment " + saveString(opts[1]), true
+		b.WriteString(" --comment ")
+		writeSaveString(b, opts[1])
+		return true
 	case "tcp", "udp", "sctp":
-		if proto != "-p "+name {
-			return "", false
+		if proto != name {
+			return false
 		}
-		var sport, dport string
+		var sport, dport []string // [!] option value
 		for i := 0; i < len(opts); i++ {
-			neg := opts[i] == "!"
-			if neg {
+			start := i
+			if opts[i] == "!" {
 				i++
 			}
 			if i+1 >= len(opts) {
-				return "", false
+				return false
 			}
-			n, err := strconv.ParseUint(opts[i+1], 10, 16)
-			if err != nil {
-				return "", false
-			}
-			v := opts[i] + " " + strconv.FormatUint(n, 10)
-			if neg {
-				v = "! " + v
+			if _, err := strconv.ParseUint(opts[i+1], 10, 16); err != nil || opts[i+1][0] == '0' || opts[i+1][0] == '+' {
+				return false
 			}
 			switch opts[i] {
-			case "--sport", "--source-port":
-				if sport != "" {
-					return "", false
+			case "--sport":
+				if sport != nil {
+					return false
 				}
-				sport = strings.Replace(v, "--source-port", "--sport", 1)
-			case "--dport", "--destination-port":
-				if dport != "" {
-					return "", false
+				sport = opts[start : i+2]
+			case "--dport":
+				if dport != nil {
+					return false
 				}
-				dport = strings.Replace(v, "--destination-port", "--dport", 1)
+				dport = opts[start : i+2]
 			default:
-				return "", false
+				return false
 			}
 			i++
 		}
-		return joinNonEmpty(sport, dport), true
+		for _, w := range slicesConcat2(sport, dport) {
+			b.WriteByte(' ')
+			b.WriteString(w)
+		}
+		return true
 	case "mark":
 		neg := len(opts) == 3 && opts[0] == "!"
 		if neg {
 			opts = opts[1:]
+			b.WriteString(" !")
 		}
 		if len(opts) != 2 || opts[0] != "--mark" {
-			return "", false
+			return false
 		}
-		v, ok := saveMark(opts[1], false)
-		if !ok {
-			return "", false
-		}
-		if neg {
-			return "! --mark " + v, true
-		}
-		return "--mark " + v, true
+		b.WriteString(" --mark ")
+		return writeMark(b, opts[1])
 	case "conntrack":
 		neg := len(opts) == 3 && opts[0] == "!"
 		if neg {
 			opts = opts[1:]
+			b.WriteString(" !")
 		}
 		if len(opts) != 2 || opts[0] != "--ctstate" {
-			return "", false
+			return false
 		}
 		s, ok := saveCtstate(opts[1])
 		if !ok {
-			return "", false
+			return false
 		}
-		if neg {
-			return "! --ctstate " + s, true
-		}
-		return "--ctstate " + s, true
+		b.WriteString(" --ctstate ")
+		b.WriteString(s)
+		return true
 	case "addrtype":
-		var src, dst string
+		var src, dst []string
 		for i := 0; i < len(opts); i++ {
-			neg := opts[i] == "!"
-			if neg {
+			start := i
+			if opts[i] == "!" {
 				i++
 			}
 			if i+1 >= len(opts) || !addrTypes[opts[i+1]] {
-				return "", false
-			}
-			v := opts[i] + " " + opts[i+1]
-			if neg {
-				v = "! " + v
+				return false
 			}
 			switch opts[i] {
 			case "--src-type":
-				src = v
+				src = opts[start : i+2]
 			case "--dst-type":
-				dst = v
+				dst = opts[start : i+2]
 			default:
-				return "", false
+				return false
 			}
 			i++
 		}
-		if src == "" && dst == "" {
-			return "", false
+		if src == nil && dst == nil {
+			return false
 		}
-		return joinNonEmpty(src, dst), true
+		for _, w := range slicesConcat2(src, dst) {
+			b.WriteByte(' ')
+			b.WriteString(w)
+		}
+		return true
 	case "recent":
-		return saveRecent(opts)
+		return saveRecent(b, opts)
 	case "statistic":
 		if len(opts) != 4 || opts[0] != "--mode" || opts[1] != "random" || opts[2] != "--probability" {
-			return "", false
+			return false
 		}
 		p, err := strconv.ParseFloat(opts[3], 64)
 		if err != nil || p < 0 || p > 1 {
-			return "", false
+			return false
 		}
 		// xt_statistic keeps the probability as a 31-bit fraction.
 		q := uint32(math.Round(0x80000000 * p))
-		return "--mode random --probability " + strconv.FormatFloat(float64(q)/0x80000000, 'f', 11, 64), true
+		var buf [24]byte
+		b.WriteString(" --mode random --probability ")
+		b.Write(strconv.AppendFloat(buf[:0], float64(q)/0x80000000, 'f', 11, 64))
+		return true
 	}
-	return "", false
+	return false
+}
+
+func slicesConcat2(a, b []string) []string {
+	if a == nil {
+		return b
+	}
+	return append(a[:len(a):len(a)], b...)
 }
 
 var addrTypes = map[string]bool{"UNSPEC": true, "UNICAST": true, "LOCAL": true, "BROADCAST": true, "ANYCAST": true,
@@ -373,17 +389,18 @@ func saveCtstate(list string) (string, bool) {
 	return strings.Join(out, ","), true
 }
 
-// saveRecent handles -m recent with --set or --rcheck, --name, --seconds and
-// --reap: printed as the mode, --seconds, --reap, then --name with the
-// default --mask and --rsource.
-func saveRecent(opts []string) (string, bool) {
+// saveRecent writes -m recent's options for --set or --rcheck (or --update,
+// --remove) with --name, --seconds, --reap and the defaults --mask
+// 255.255.255.255 and --rsource: the mode, --seconds, --reap, then --name
+// with the mask and --rsource.
+func saveRecent(b *strings.Builder, opts []string) bool {
 	var mode, name, seconds string
 	reap := false
 	for i := 0; i < len(opts); i++ {
 		switch opts[i] {
 		case "--set", "--rcheck", "--update", "--remove":
 			if mode != "" {
-				return "", false
+				return false
 			}
 			mode = opts[i]
 		case "--reap":
@@ -391,152 +408,170 @@ func saveRecent(opts []string) (string, bool) {
 		case "--rsource":
 		case "--mask": // only the default
 			if i+1 >= len(opts) || opts[i+1] != "255.255.255.255" {
-				return "", false
+				return false
 			}
 			i++
 		case "--name", "--seconds":
 			if i+1 >= len(opts) {
-				return "", false
+				return false
 			}
 			v := opts[i+1]
 			if opts[i] == "--name" {
 				if v == "" || strings.ContainsAny(v, " \"'") {
-					return "", false
+					return false
 				}
 				name = v
 			} else {
 				n, err := strconv.ParseUint(v, 10, 32)
-				if err != nil || n == 0 {
-					return "", false
+				if err != nil || n == 0 || v[0] == '0' || v[0] == '+' {
+					return false
 				}
-				seconds = strconv.FormatUint(n, 10)
+				seconds = v
 			}
 			i++
 		default:
-			return "", false
+			return false
 		}
 	}
 	if mode == "" || (reap && seconds == "") {
-		return "", false
+		return false
 	}
 	if name == "" {
 		name = "DEFAULT"
 	}
-	s := mode
+	b.WriteByte(' ')
+	b.WriteString(mode)
 	if seconds != "" {
-		s += " --seconds " + seconds
+		b.WriteString(" --seconds ")
+		b.WriteString(seconds)
 	}
 	if reap {
-		s += " --reap"
+		b.WriteString(" --reap")
 	}
-	return s + " --name " + name + " --mask 255.255.255.255 --rsource", true
+	b.WriteString(" --name ")
+	b.WriteString(name)
+	b.WriteString(" --mask 255.255.255.255 --rsource")
+	return true
 }
 
-// saveTarget returns a target's options as iptables-save prints them; a
-// user chain or a target it does not know with options is refused.
-func saveTarget(target string, opts []string) (string, bool) {
+// saveTarget writes a target's options (with a leading space) as
+// iptables-save prints them; false for a target it does not know or
+// options it does not expect (a user chain takes none).
+func saveTarget(b *strings.Builder, target string, opts []string) bool {
 	switch target {
 	case "ACCEPT", "DROP", "RETURN":
-		return "", len(opts) == 0
+		return len(opts) == 0
 	case "REJECT":
 		switch {
 		case len(opts) == 0:
-			return "--reject-with icmp-port-unreachable", true
+			b.WriteString(" --reject-with icmp-port-unreachable")
+			return true
 		case len(opts) == 2 && opts[0] == "--reject-with" && rejectTypes[opts[1]]:
-			return "--reject-with " + opts[1], true
+			b.WriteString(" --reject-with ")
+			b.WriteString(opts[1])
+			return true
 		}
-		return "", false
+		return false
 	case "DNAT":
 		if len(opts) != 2 || opts[0] != "--to-destination" {
-			return "", false
+			return false
 		}
 		ap, err := netip.ParseAddrPort(opts[1])
 		if err != nil || !ap.Addr().Is4() || ap.Port() == 0 {
-			return "", false
+			return false
 		}
-		return "--to-destination " + ap.String(), true
+		var buf [24]byte
+		b.WriteString(" --to-destination ")
+		b.Write(ap.AppendTo(buf[:0]))
+		return true
 	case "MASQUERADE":
 		if len(opts) == 0 {
-			return "", true
+			return true
 		}
 		if len(opts) == 1 && opts[0] == "--random-fully" {
-			return "--random-fully", true
+			b.WriteString(" --random-fully")
+			return true
 		}
-		return "", false
+		return false
 	case "MARK":
 		if len(opts) != 2 {
-			return "", false
+			return false
 		}
-		switch opts[0] {
-		case "--or-mark", "--xor-mark", "--set-mark", "--set-xmark":
-		default:
-			return "", false
+		v, m, hasMask := strings.Cut(opts[1], "/")
+		val, err := strconv.ParseUint(v, 0, 32)
+		if err != nil {
+			return false
 		}
-		v, ok := saveMark(opts[1], opts[0] != "--set-xmark" && opts[0] != "--set-mark")
-		if !ok {
-			return "", false
-		}
-		val, mask, _ := strings.Cut(v, "/")
+		mask := uint64(math.MaxUint32)
 		switch opts[0] {
 		case "--or-mark": // mark |= v: value v, mask v
-			return "--set-xmark " + val + "/" + val, true
+			mask = val
 		case "--xor-mark": // mark ^= v: value v, mask 0
-			return "--set-xmark " + val + "/0x0", true
-		default:
-			if mask == "" {
-				mask = "0xffffffff"
+			mask = 0
+		case "--set-mark", "--set-xmark":
+			if hasMask {
+				if mask, err = strconv.ParseUint(m, 0, 32); err != nil {
+					return false
+				}
 			}
-			return "--set-xmark " + val + "/" + mask, true
+		default:
+			return false
 		}
+		if hasMask && (opts[0] == "--or-mark" || opts[0] == "--xor-mark") {
+			return false
+		}
+		b.WriteString(" --set-xmark 0x")
+		b.WriteString(strconv.FormatUint(val, 16))
+		b.WriteString("/0x")
+		b.WriteString(strconv.FormatUint(mask, 16))
+		return true
 	}
 	if strings.HasPrefix(target, "KUBE-") && len(opts) == 0 {
-		return "", true // a user chain
+		return true // a user chain
 	}
-	return "", false
+	return false
 }
 
 var rejectTypes = map[string]bool{"icmp-net-unreachable": true, "icmp-host-unreachable": true, "icmp-port-unreachable": true,
 	"icmp-proto-unreachable": true, "icmp-net-prohibited": true, "icmp-host-prohibited": true, "icmp-admin-prohibited": true, "tcp-reset": true}
 
-// saveMark parses "value[/mask]" and prints it as iptables does: hex, the
-// mask left out when it is all ones. noMask refuses a mask.
-func saveMark(s string, noMask bool) (string, bool) {
+// writeMark writes "value[/mask]" as iptables prints a mark match: hex, the
+// mask left out when it is all ones.
+func writeMark(b *strings.Builder, s string) bool {
 	v, m, hasMask := strings.Cut(s, "/")
-	if hasMask && noMask {
-		return "", false
-	}
 	val, err := strconv.ParseUint(v, 0, 32)
 	if err != nil {
-		return "", false
+		return false
 	}
-	out := "0x" + strconv.FormatUint(val, 16)
+	b.WriteString("0x")
+	b.WriteString(strconv.FormatUint(val, 16))
 	if !hasMask {
-		return out, true
+		return true
 	}
 	mask, err := strconv.ParseUint(m, 0, 32)
 	if err != nil {
-		return "", false
+		return false
 	}
-	if mask == math.MaxUint32 {
-		return out, true
+	if mask != math.MaxUint32 {
+		b.WriteString("/0x")
+		b.WriteString(strconv.FormatUint(mask, 16))
 	}
-	return out + "/0x" + strconv.FormatUint(mask, 16), true
+	return true
 }
 
-// saveString quotes a string as xtables_save_string does: bare when it is
-// only letters, digits, underscores and dashes, else in double quotes with
-// double quotes, backslashes and single quotes escaped by a backslash.
-func saveString(s string) string {
+// writeSaveString writes a string as xtables_save_string does: bare when
+// it is only letters, digits, underscores and dashes, else in double quotes
+// with double quotes, backslashes and single quotes escaped by a backslash.
+func writeSaveString(b *strings.Builder, s string) {
 	bare := s != ""
 	for i := 0; i < len(s) && bare; i++ {
 		c := s[i]
 		bare = c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 	}
 	if bare {
-		return s
+		b.WriteString(s)
+		return
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 2)
 	b.WriteByte('"')
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c == '"' || c == '\\' || c == '\'' {
@@ -545,15 +580,4 @@ func saveString(s string) string {
 		b.WriteByte(s[i])
 	}
 	b.WriteByte('"')
-	return b.String()
-}
-
-func joinNonEmpty(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
 }

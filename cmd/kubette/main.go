@@ -74,6 +74,7 @@ type nodeFlags struct {
 	cniPluginDirs               []string
 	ingress                     bool
 	httpPort, httpsPort         int
+	runtimeEvents               bool
 }
 
 func (n *nodeFlags) register(cmd *cobra.Command) {
@@ -85,6 +86,7 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&n.runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
 	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
 	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")
+	cmd.Flags().BoolVar(&n.runtimeEvents, "runtime-events", true, "the runtime records each pod's steps (CNI ADD, runc create, start, kill, delete) as Events, which kubette trace draws")
 	cmd.Flags().BoolVar(&n.ingress, "ingress", os.Geteuid() == 0 && hostcheck.Binary("nginx") != "", "run the ingress controller, which drives nginx (default: as root when nginx is installed)")
 	cmd.Flags().IntVar(&n.httpPort, "ingress-http-port", 80, "port nginx serves Ingresses on over HTTP")
 	cmd.Flags().IntVar(&n.httpsPort, "ingress-https-port", 443, "port nginx serves Ingresses on over HTTPS")
@@ -105,7 +107,8 @@ func (n *nodeFlags) config() *cluster.NodeConfig {
 	}
 	return &cluster.NodeConfig{
 		Name: n.name, PodCIDR: n.podCIDR, KubeletPort: n.kubeletPort, DNSPort: n.dnsPort,
-		Runtime: runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs},
+		Runtime:         runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs},
+		NoRuntimeEvents: !n.runtimeEvents,
 	}
 }
 

@@ -31,6 +31,9 @@ type NodeConfig struct {
 	DNSPort int
 	// Runtime configures the built-in runtime; its DataDir is the cluster's.
 	Runtime runtime.Config
+	// NoRuntimeEvents keeps the runtime from recording each pod's steps as Events (by
+	// default it does, with its own client certificate: runtime/steps).
+	NoRuntimeEvents bool
 }
 
 // RuntimeUser is the user (client certificate common name) of a node's runtime, as
@@ -74,17 +77,19 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serv
 	if err != nil {
 		return fmt.Errorf("kubelet credentials: %w", err)
 	}
-	// The runtime reports its steps of each pod as Events, under its own name per node
-	// (the trace's runtime/<node>).
-	rtRest, err := cp.ComponentConfig("runtime", RuntimeUser(cfg.Name))
-	if err != nil {
-		return fmt.Errorf("runtime credentials: %w", err)
+	if !cfg.NoRuntimeEvents {
+		// The runtime reports its steps of each pod as Events, under its own name per node
+		// (the trace's runtime/<node>).
+		rtRest, err := cp.ComponentConfig("runtime", RuntimeUser(cfg.Name))
+		if err != nil {
+			return fmt.Errorf("runtime credentials: %w", err)
+		}
+		rtRest.ContentType, rtRest.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
+		if rtCfg.Client, err = kubernetes.NewForConfig(rtRest); err != nil {
+			return fmt.Errorf("runtime client: %w", err)
+		}
+		rtCfg.NodeName = cfg.Name
 	}
-	rtRest.ContentType, rtRest.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
-	if rtCfg.Client, err = kubernetes.NewForConfig(rtRest); err != nil {
-		return fmt.Errorf("runtime client: %w", err)
-	}
-	rtCfg.NodeName = cfg.Name
 	addrs := nodestatus.DefaultAddresses(cfg.Name)
 	var ips []net.IP
 	for _, a := range addrs {

@@ -264,7 +264,7 @@ func restart(ctx context.Context, ns *netns, m iptables.Model, changed bool) err
 	user, sys := childCPU().sub(cpu0)
 	var self1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
-	selfCPU := time.Duration(self1.Utime.Nano()+self1.Stime.Nano()-self0.Utime.Nano()-self0.Stime.Nano())
+	selfCPU := time.Duration(self1.Utime.Nano() + self1.Stime.Nano() - self0.Utime.Nano() - self0.Stime.Nano())
 	what := "restart, unchanged:  "
 	if changed {
 		what = "restart, 1 changed:  "

@@ -24,7 +24,9 @@ import (
 // TestTraceOnARealNode traces flows on a cluster whose node is this machine: a 3-replica
 // Deployment applied with kubectl (the create, its etcd write, the delivery to the
 // deployment controller, the ReplicaSet, the pods, the bindings, the kubelet's container
-// starts and status updates, in this order), then a Service of it (the EndpointSlice
+// starts and status updates, in this order; each pod's runtime steps — CNI ADD with its IP,
+// runc create, runc start — as the kubelet's calls to runtime/<node> before its status
+// write), then a Service of it (the EndpointSlice
 // controller's slice and the proxy's rule sync) and an Ingress to that Service (the
 // ingress controller's Sync and RELOAD). Each diagram is checked by Mermaid's own parser
 // when node and npm can provide it, and by trace.CheckMermaid always.
@@ -91,6 +93,41 @@ spec:
 	}); missing != "" {
 		t.Errorf("trace deployment/web --format text --all lacks %s:\n%s", missing, text)
 	}
+	// Each pod's runtime steps are the kubelet's calls to the runtime, at the steps' own
+	// times: the sandbox's CNI ADD with the pod's IP, runc create, runc start, then the
+	// kubelet's status write of the running pod. The kubelet's Created and Started Events,
+	// sent in the background, follow the runc step each reports.
+	runtime := "runtime/" + node
+	call := func(method, podRe, rest string) string {
+		return `^` + regexp.QuoteMeta(kubelet+" → "+runtime+": "+method+" ") + podRe + ": " + rest + `$`
+	}
+	for _, pod := range strings.Fields(nc.must(t, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}")) {
+		network := regexp.MustCompile(call("RunPodSandbox", pod, `CNI kubette: bridge\+host-local → eth0 (10\.244\.[0-9.]+)/24 gw 10\.244\.[0-9.]+ in [0-9.]+[µm]?s`))
+		create := step{what: pod + "'s runc create", re: call("CreateContainer", pod, `runc create server in [0-9.]+[µm]?s`)}
+		start := step{what: pod + "'s runc start", re: call("StartContainer", pod, `runc start server: pid [1-9][0-9]* in [0-9.]+[µm]?s`)}
+		for _, steps := range [][]step{
+			{{what: pod + "'s CNI ADD", re: network.String()}, create, start,
+				{what: pod + "'s status write after them", re: `^` + regexp.QuoteMeta(kubelet) + ` → API server: PUT /api/v1/namespaces/default/pods/` + pod + `/status → 200$`}},
+			{create, {what: "the kubelet's Created after it", re: `^\[` + regexp.QuoteMeta(kubelet) + `\] Created: Created container: server$`}},
+			{start, {what: "the kubelet's Started after it", re: `^\[` + regexp.QuoteMeta(kubelet) + `\] Started: Started container server$`}},
+		} {
+			if missing := inOrder(text, steps); missing != "" {
+				t.Errorf("trace deployment/web --format text --all lacks %s:\n%s", missing, text)
+			}
+		}
+		// The CNI step's address is the one the kubelet's status write set.
+		ip := "(none)"
+		for _, l := range strings.Split(text, "\n") {
+			if m := timelineLine.FindStringSubmatch(l); m != nil {
+				if mm := network.FindStringSubmatch(m[1]); mm != nil {
+					ip = mm[1]
+				}
+			}
+		}
+		if !strings.Contains(text, "] podIP "+ip+" set: sandbox and network ready") {
+			t.Errorf("%s: the CNI step's address %s is no pod IP the kubelet set:\n%s", pod, ip, text)
+		}
+	}
 	// The folded timeline says the same, repeated steps folded (×2 pods).
 	text = nc.trace(t, "deployment/web", "--format", "text")
 	if missing := inOrder(text, []step{
@@ -98,6 +135,12 @@ spec:
 		{what: "the pod creates", re: `^replicaset-controller → API server: POST /api/v1/namespaces/default/pods → 201$`, count: 3},
 		{what: "the bindings", re: `^scheduler → API server: POST /api/v1/namespaces/default/pods/web-[a-z0-9-]+/binding → 201$`, count: 3},
 		{what: "the container starts", re: `^\[` + regexp.QuoteMeta(kubelet) + `\] Started: Started container server$`, count: 3},
+	}); missing != "" {
+		t.Errorf("trace deployment/web --format text lacks %s:\n%s", missing, text)
+	}
+	if missing := inOrder(text, []step{
+		{what: "the CNI ADDs", re: call("RunPodSandbox", `web-[a-z0-9-…]+`, `CNI kubette: bridge\+host-local → eth0 10\.244\.[0-9.…]+/24 gw 10\.244\.[0-9.]+ in [0-9.µms–]+`), count: 3},
+		{what: "the runc starts", re: call("StartContainer", `web-[a-z0-9-…]+`, `runc start server: pid [0-9…]+ in [0-9.µms–]+`), count: 3},
 	}); missing != "" {
 		t.Errorf("trace deployment/web --format text lacks %s:\n%s", missing, text)
 	}

@@ -17,8 +17,20 @@ import (
 // maxBodyBytes is the largest request body accepted, as upstream (3 MiB).
 const maxBodyBytes = 3 * 1024 * 1024
 
-// readBody reads a request body up to the limit (413 beyond it).
+// readBody reads a request body up to the limit (413 beyond it). A body of a declared
+// length (net/http ends it there) is read into a slice of that size at once; other
+// bodies grow as they come.
 func readBody(req *http.Request) ([]byte, error) {
+	if n := req.ContentLength; n >= 0 && n <= maxBodyBytes && req.Header.Get("Content-Encoding") == "" {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(req.Body, data); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
+		}
+		return data, nil
+	}
+	if req.ContentLength > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
 	data, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes+1))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))

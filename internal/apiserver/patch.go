@@ -3,7 +3,9 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubette/kubette/internal/registry"
 )
 
 // applyPatch applies a patch of the given type to the JSON of an object; schema is an
@@ -328,25 +332,7 @@ func (s *Server) handleBinding(w http.ResponseWriter, req *http.Request, ri *req
 		return
 	}
 	_, _, err = s.update(req.Context(), ri.res, ri.namespace, name, func(cur runtime.Object) (runtime.Object, error) {
-		pod := cur.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(ri.res.GroupResource(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
-		}
-		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(ri.res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))
-		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(ri.res.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = b.Target.Name
-		for k, v := range b.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.cfg.Now().Truncate(1e9))})
-		return pod, nil
+		return bindPod(cur.(*corev1.Pod), b, ri.res, name, metav1.NewTime(s.cfg.Now().Truncate(1e9)))
 	}, updateOptions{writeOptions: o, subresource: "binding"})
 	if err != nil {
 		s.writeError(w, req, err)
@@ -355,6 +341,36 @@ func (s *Server) handleBinding(w http.ResponseWriter, req *http.Request, ri *req
 	st := &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated}
 	st.APIVersion, st.Kind = "v1", "Status"
 	s.writeObject(w, req, http.StatusCreated, st)
+}
+
+// bindPod returns cur assigned to the binding's node, as upstream's BindingREST: cur is
+// the stored state, shared with the watch cache, and stays as it is. The new pod shares
+// everything with cur but what the binding changes — the node name, the annotations and
+// the conditions — which are its own.
+func bindPod(cur *corev1.Pod, b *corev1.Binding, r *registry.Resource, name string, now metav1.Time) (*corev1.Pod, error) {
+	if cur.DeletionTimestamp != nil {
+		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+	}
+	if b.UID != "" && b.UID != cur.UID {
+		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, cur.UID))
+	}
+	if cur.Spec.NodeName != "" {
+		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, cur.Spec.NodeName))
+	}
+	if len(cur.Spec.SchedulingGates) != 0 {
+		// A pod not ready for scheduling cannot be bound, as upstream.
+		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("pod %s has non-empty .spec.schedulingGates", name))
+	}
+	pod := *cur
+	pod.Spec.NodeName = b.Target.Name
+	if len(b.Annotations) > 0 {
+		pod.Annotations = make(map[string]string, len(cur.Annotations)+len(b.Annotations))
+		maps.Copy(pod.Annotations, cur.Annotations)
+		maps.Copy(pod.Annotations, b.Annotations)
+	}
+	pod.Status.Conditions = slices.Clone(cur.Status.Conditions)
+	setPodCondition(&pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	return &pod, nil
 }
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {

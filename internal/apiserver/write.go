@@ -170,6 +170,13 @@ func prepareForCreate(obj runtime.Object) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(o)}
+		if len(o.Spec.SchedulingGates) > 0 {
+			// As upstream: a gated pod says so from the start (kubectl shows SchedulingGated).
+			o.Status.Conditions = []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated,
+				Message: "Scheduling is blocked due to non-empty scheduling gates", LastTransitionTime: metav1.Now(),
+			}}
+		}
 	case *corev1.Node, *corev1.Namespace:
 		// Nodes register with their status; namespaces get phase Active from defaulting.
 	default:
@@ -415,7 +422,12 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 	if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
 		return nil, nil, "", nil, err
 	}
-	newObj, err = mutate(cur.DeepCopyObject())
+	if o.subresource == "binding" {
+		// The binding copies what it changes (bindPod): it gets the state as it is.
+		newObj, err = mutate(cur)
+	} else {
+		newObj, err = mutate(cur.DeepCopyObject())
+	}
 	if err != nil {
 		return nil, nil, "", nil, err
 	}

@@ -55,6 +55,7 @@ func main() {
 	var (
 		kubeconfig, kubette, dataDir, busybox, cpuacct string
 		pods, parallel                                 int
+		marks                                          bool
 	)
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig of a cluster whose node is this machine")
 	flag.StringVar(&kubette, "kubette", "kubette", "the kubette binary (for `image load`)")
@@ -63,14 +64,15 @@ func main() {
 	flag.IntVar(&pods, "pods", 50, "pods per phase")
 	flag.IntVar(&parallel, "parallel", 10, "pods created at once in the second phase")
 	flag.StringVar(&cpuacct, "cpuacct", "", "a cgroup v1 cpuacct directory holding the cluster's processes: print their CPU time per pod (less the idle cluster's) too")
+	flag.BoolVar(&marks, "marks", false, "print each phase's start and end as Unix times in seconds (to cut a `perf record -k CLOCK_REALTIME` trace to the phases)")
 	flag.Parse()
-	if err := run(kubeconfig, kubette, dataDir, busybox, cpuacct, pods, parallel); err != nil {
+	if err := run(kubeconfig, kubette, dataDir, busybox, cpuacct, pods, parallel, marks); err != nil {
 		fmt.Fprintln(os.Stderr, "podstartup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel int) error {
+func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel int, marks bool) error {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -92,16 +94,19 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel i
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
 	// Warm-up: the first pod pays for one-time work (cgroup parents, the bridge).
-	if _, _, err := measure(ctx, client, dataDir, cpuacct, ns, "warmup", 1, 1); err != nil {
+	if _, _, _, err := measure(ctx, client, dataDir, cpuacct, ns, "warmup", 1, 1); err != nil {
 		return err
 	}
 	for _, phase := range []struct {
 		name string
 		at   int
 	}{{"sequential", 1}, {fmt.Sprintf("%d at a time", parallel), parallel}} {
-		lat, cpu, err := measure(ctx, client, dataDir, cpuacct, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
+		lat, cpu, span, err := measure(ctx, client, dataDir, cpuacct, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
 		if err != nil {
 			return fmt.Errorf("%s: %w", phase.name, err)
+		}
+		if marks {
+			fmt.Printf("%-14s from %.6f to %.6f\n", phase.name+":", unixSeconds(span[0]), unixSeconds(span[1]))
 		}
 		s := benchutil.Sorted(lat)
 		cpuText := ""
@@ -116,15 +121,15 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel i
 }
 
 // measure creates n pods, at most `at` of them starting at once, and returns each one's time from create to
-// the watch event showing it Running, and the CPU time of the cpuacct cgroup ("" = none) from the first
-// create to the last pod Running; then it deletes them and waits until they are gone, from the API and
+// the watch event showing it Running, the CPU time of the cpuacct cgroup ("" = none) from the first
+// create to the last pod Running, and the times of those two moments; then it deletes them and waits until they are gone, from the API and
 // from the node's runtime (its sandbox directories under DATA_DIR/runtime/sandboxes), so that the next
 // phase does not share the machine with the teardown of this one.
-func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, _ error) {
+func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, span [2]time.Time, _ error) {
 	label := map[string]string{"bench": prefix}
 	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, span, err
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -153,13 +158,14 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	}()
 	idle, err := idleRate(cpuacct)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, span, err
 	}
 	cpuBefore, err := cpuUsage(cpuacct)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, span, err
 	}
 	start := time.Now()
+	span[0] = start
 	sem := make(chan struct{}, at)
 	var wg sync.WaitGroup
 	var createErr error
@@ -192,16 +198,17 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	}
 	wg.Wait()
 	if createErr != nil {
-		return nil, 0, createErr
+		return nil, 0, span, createErr
 	}
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
-		return nil, 0, errors.New("pods not Running within 2 minutes")
+		return nil, 0, span, errors.New("pods not Running within 2 minutes")
 	}
+	span[1] = time.Now()
 	cpuAfter, err := cpuUsage(cpuacct)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, span, err
 	}
 	cpu = cpuAfter - cpuBefore - time.Duration(idle*float64(time.Since(start)))
 	var out []time.Duration
@@ -213,7 +220,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	zero := int64(0)
 	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
 		metav1.ListOptions{LabelSelector: "bench=" + prefix}); err != nil {
-		return nil, 0, fmt.Errorf("delete pods: %w", err)
+		return nil, 0, span, fmt.Errorf("delete pods: %w", err)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
@@ -221,7 +228,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, errors.New("pods not gone within 2 minutes")
+			return nil, 0, span, errors.New("pods not gone within 2 minutes")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -229,18 +236,21 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		left, err := os.ReadDir(sandboxes)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, 0, fmt.Errorf("wait for the runtime's teardown: %w", err)
+			return nil, 0, span, fmt.Errorf("wait for the runtime's teardown: %w", err)
 		}
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
+			return nil, 0, span, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return out, cpu, nil
+	return out, cpu, span, nil
 }
+
+// unixSeconds is t as seconds since the Unix epoch.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // idleWindow is how long the cluster's idle CPU rate is measured before a phase.
 const idleWindow = 5 * time.Second

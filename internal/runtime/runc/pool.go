@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -82,7 +83,7 @@ func (r *Runtime) startShim(a shimArgs, shimLog *os.File) (*os.File, error) {
 // child, reaped by pid (reapShims).
 func (r *Runtime) spawnShim(flags []string, out *os.File, extra ...*os.File) (int, error) {
 	cmd := exec.Command(r.shim[0], append(append([]string(nil), r.shim[1:]...), flags...)...)
-	cmd.Env = append(os.Environ(), ShimEnv+"=1")
+	cmd.Env = append(shimEnviron(os.Environ()), ShimEnv+"=1")
 	cmd.Dir = "/"
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
@@ -95,6 +96,17 @@ func (r *Runtime) spawnShim(flags []string, out *os.File, extra ...*os.File) (in
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
 	return pid, nil
+}
+
+// shimEnviron is env with the collector off for the shim's start (GOGC=off; ShimMain turns
+// it back on) unless GOGC is set already.
+func shimEnviron(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOGC=") {
+			return env
+		}
+	}
+	return append(env[:len(env):len(env)], "GOGC=off", shimGCEnv+"=1")
 }
 
 // takeIdle removes an idle shim from the pool, or returns nil.

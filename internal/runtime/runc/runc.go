@@ -35,9 +35,11 @@ var ErrNotFound = errors.New("container not found")
 
 // Config configures a Runtime.
 type Config struct {
-	Binary string   // "runc" (or "crun"); default "runc"
-	Root   string   // runc --root; created if missing
-	Shim   []string // argv that starts the shim, e.g. {os.Executable(), "shim"}; default exactly that
+	Binary string // "runc" (or "crun"); default "runc"
+	Root   string // runc --root; created if missing
+	// Shim is the argv that starts the shim, e.g. {os.Executable(), "shim"}. Default: the
+	// small ShimBinary beside the running executable when there is one, else exactly that.
+	Shim []string
 	// ShimPool is how many shims are kept started ahead of Create (pool.go); 0 starts each
 	// shim in Create.
 	ShimPool int
@@ -85,7 +87,7 @@ func New(cfg Config) (*Runtime, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runc runtime: find the shim: %w", err)
 		}
-		shim = []string{exe, "shim"}
+		shim = defaultShim(exe)
 	}
 	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}, live: map[string]liveInit{}, poolSize: max(cfg.ShimPool, 0)}, nil
 }

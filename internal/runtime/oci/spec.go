@@ -48,6 +48,13 @@ const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 // DefaultNOFILE is the RLIMIT_NOFILE containers get, as under containerd.
 const DefaultNOFILE = 1048576
 
+// ociVersion is the ociVersion of the specs Spec writes. The fields it sets are those of
+// runtime-spec 1.0.2 but linux.resources.unified (cgroup v2 only), which runc and crun read
+// whatever the version; crun as Debian 12 ships it (1.8) refuses a config.json of any version
+// but 1.0.x ("unknown version specified"), while runc takes either: the specs name 1.0.2,
+// not the version of the Go module (specs.Version).
+const ociVersion = "1.0.2-dev"
+
 // Spec builds the OCI runtime spec of a container. It writes nothing; it reads only the
 // rootfs's /etc/passwd and /etc/group to resolve user names, and the host's device nodes the
 // CRI config names.
@@ -83,7 +90,7 @@ func Spec(in Input) (*specs.Spec, error) {
 
 	hostNetwork := in.NetNSPath == ""
 	s := &specs.Spec{
-		Version: specs.Version,
+		Version: ociVersion,
 		Root:    &specs.Root{Path: in.Rootfs, Readonly: sc.GetReadonlyRootfs()},
 		Process: &specs.Process{
 			Terminal:        false,

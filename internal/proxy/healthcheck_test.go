@@ -60,6 +60,31 @@ func TestModelTrafficPoliciesAndLoadBalancer(t *testing.T) {
 	}
 }
 
+func TestModelExternalIPsAndSourceRanges(t *testing.T) {
+	lb := localLB("lb", "10.96.0.30", 31999, corev1.LoadBalancerIngress{IP: "192.0.2.10"})
+	lb.Spec.LoadBalancerSourceRanges = []string{" 203.0.113.7/24", "2001:db8::/32", "bogus", "192.168.1.0/24"}
+	lb.Spec.ExternalIPs = []string{"192.0.2.20", "2001:db8::1", "nope"}
+	clusterIP := service("ext", "10.96.0.31", 80)
+	clusterIP.Spec.ExternalIPs = []string{"192.0.2.21"}
+	clusterIP.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} // not a load balancer: no ranges
+	clusterIP.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	m := buildModel([]*corev1.Service{lb, clusterIP}, nil)
+	got := map[string]iptables.Service{}
+	for _, s := range m.Services {
+		got[s.Name] = s
+	}
+	if s := got["lb"]; !slices.Equal(s.LoadBalancerSourceRanges, []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("192.168.1.0/24")}) ||
+		!slices.Equal(s.ExternalIPs, []netip.Addr{netip.MustParseAddr("192.0.2.20")}) {
+		t.Errorf("lb model = %+v", s)
+	}
+	// externalIPs make a ClusterIP Service externally accessible: its
+	// externalTrafficPolicy counts.
+	if s := got["ext"]; s.LoadBalancerSourceRanges != nil || !s.ExternalLocal ||
+		!slices.Equal(s.ExternalIPs, []netip.Addr{netip.MustParseAddr("192.0.2.21")}) {
+		t.Errorf("ext model = %+v", s)
+	}
+}
+
 func freeTCPPort(t *testing.T) int32 {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/netip"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -122,8 +123,22 @@ func serviceModel(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (ipt
 			}
 			ms.LoadBalancerIPs = append(ms.LoadBalancerIPs, a)
 		}
+		// Source ranges as upstream reads them: the spec's IPv4 CIDRs,
+		// surrounding spaces ignored, invalid ones left out.
+		for _, r := range svc.Spec.LoadBalancerSourceRanges {
+			p, err := netip.ParsePrefix(strings.TrimSpace(r))
+			if err == nil && p.Addr().Is4() {
+				ms.LoadBalancerSourceRanges = append(ms.LoadBalancerSourceRanges, p.Masked())
+			}
+		}
 		if ms.ExternalLocal {
 			ms.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
+		}
+	}
+	// spec.externalIPs, for any type (ExternalName aside): IPv4 ones only.
+	for _, s := range svc.Spec.ExternalIPs {
+		if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil && a.Is4() {
+			ms.ExternalIPs = append(ms.ExternalIPs, a)
 		}
 	}
 	for _, sp := range svc.Spec.Ports {

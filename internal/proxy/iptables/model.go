@@ -14,17 +14,26 @@
 //   - nat KUBE-SVL-<hash>: like KUBE-SVC but only this node's endpoints, for
 //     internalTrafficPolicy Local (ClusterIP traffic) and externalTrafficPolicy
 //     Local (NodePort and load-balancer traffic).
-//   - nat KUBE-NODEPORTS / KUBE-EXT-<hash>: NodePorts and load-balancer
-//     ingress IPs. externalTrafficPolicy Cluster masquerades and goes to
-//     KUBE-SVC; Local keeps the client's source address and goes to KUBE-SVL,
-//     except for traffic from pods and from the node itself, which is
-//     short-circuited to KUBE-SVC (masqueraded when from the node) as upstream.
+//   - nat KUBE-NODEPORTS / KUBE-EXT-<hash>: NodePorts, external IPs
+//     (spec.externalIPs) and load-balancer ingress IPs. externalTrafficPolicy
+//     Cluster masquerades and goes to KUBE-SVC; Local keeps the client's
+//     source address and goes to KUBE-SVL, except for traffic from pods and
+//     from the node itself, which is short-circuited to KUBE-SVC (masqueraded
+//     when from the node) as upstream.
+//   - nat KUBE-FW-<hash>: load-balancer IP traffic of a Service with
+//     loadBalancerSourceRanges: the allowed sources go on to KUBE-EXT (and,
+//     when a range holds a node address, the load-balancer IPs themselves as
+//     sources, for VIPs that are local addresses), the rest falls through
+//     undisturbed and filter KUBE-PROXY-FIREWALL drops it (it was not
+//     DNATed, so it still has the load-balancer IP as destination).
 //   - nat KUBE-MARK-MASQ / KUBE-POSTROUTING: mark, then MASQUERADE marked packets.
 //   - filter KUBE-SERVICES / KUBE-EXTERNAL-SERVICES: a REJECT per ClusterIP:port,
 //     NodePort and load-balancer IP:port without usable endpoints, so clients
 //     get "connection refused"; a DROP ("has no local endpoints") where a Local
 //     policy finds no endpoint on this node but others exist.
 //   - filter KUBE-NODEPORTS: ACCEPT for each healthCheckNodePort.
+//   - filter KUBE-PROXY-FIREWALL (hooked from INPUT, OUTPUT and FORWARD for
+//     new connections): a DROP per load-balancer IP:port with source ranges.
 //   - filter KUBE-FORWARD: accept masquerade-marked and established forwarded
 //     traffic, after the guard.
 //   - filter KUBE-SERVICE-CIDR-GUARD (kubette's own, first in OUTPUT and
@@ -34,8 +43,7 @@
 //     to cluster-CIDR addresses outside the locally routed pod CIDRs: on this
 //     network such packets must never leave the machine.
 //
-// Only IPv4 is rendered; spec.externalIPs, loadBalancerSourceRanges (the
-// KUBE-FW chains) and topology-aware routing are not rendered.
+// Only IPv4 is rendered; topology-aware routing is not rendered.
 package iptables
 
 import (
@@ -70,6 +78,16 @@ type Service struct {
 	// (not those of ipMode Proxy); traffic to them on a service port is
 	// served like NodePort traffic.
 	LoadBalancerIPs []netip.Addr
+	// LoadBalancerSourceRanges are the IPv4 source ranges allowed to reach
+	// the load-balancer IPs (spec.loadBalancerSourceRanges): with any, traffic
+	// to a load-balancer IP goes through a KUBE-FW chain that passes these
+	// sources on and leaves the rest to KUBE-PROXY-FIREWALL, which drops it.
+	// NodePorts and external IPs are not subject to them (as upstream).
+	LoadBalancerSourceRanges []netip.Prefix
+	// ExternalIPs are the IPv4 addresses of spec.externalIPs: traffic to
+	// them on a service port, from anywhere (the node itself included), is
+	// served like NodePort traffic.
+	ExternalIPs []netip.Addr
 	// HealthCheckNodePort is spec.healthCheckNodePort (0: none): the filter
 	// table accepts TCP to it, where the proxy's health check server answers.
 	HealthCheckNodePort int32

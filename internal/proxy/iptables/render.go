@@ -19,6 +19,9 @@ const (
 	ChainPostrouting      = "KUBE-POSTROUTING"
 	ChainMarkMasq         = "KUBE-MARK-MASQ"
 	ChainForward          = "KUBE-FORWARD"
+	// ChainProxyFirewall drops load-balancer traffic that a KUBE-FW chain
+	// did not let through (filter table).
+	ChainProxyFirewall = "KUBE-PROXY-FIREWALL"
 	// ChainGuard is kubette's safety chain: it rejects what must not leave.
 	ChainGuard = "KUBE-SERVICE-CIDR-GUARD"
 )
@@ -29,6 +32,7 @@ const (
 	PrefixSVL = "KUBE-SVL-"
 	PrefixSEP = "KUBE-SEP-"
 	PrefixEXT = "KUBE-EXT-"
+	PrefixFW  = "KUBE-FW-"
 )
 
 // Table names as iptables-restore spells them.
@@ -91,6 +95,12 @@ func SVLChain(spn, protocol string) string {
 // EXTChain is the KUBE-EXT chain name of a service port.
 func EXTChain(spn, protocol string) string {
 	return PrefixEXT + portProtoHash(spn+strings.ToLower(protocol))
+}
+
+// FWChain is the KUBE-FW chain name (loadBalancerSourceRanges) of a service
+// port.
+func FWChain(spn, protocol string) string {
+	return PrefixFW + portProtoHash(spn+strings.ToLower(protocol))
 }
 
 // SEPChain is the KUBE-SEP chain name of one endpoint ("ip:port") of a
@@ -199,6 +209,7 @@ type svcOut struct {
 	natServices, natNodePorts       []string
 	filterServices, filterExternals []string
 	filterNodePorts, guardDrops     []string
+	filterFirewall                  []string
 	chains                          []Chain
 	// forms and unpredicted are the chains' rules in SaveForm and the count
 	// of rules without one, per chain; computed by the first full sync that
@@ -242,8 +253,9 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 	r.cache = next
 
 	natServices := make([]string, 0, nServices+len(nodeDst))
-	var natNodePorts, filterServices, filterExternals, filterNodePorts, guardDrops []string
+	var natNodePorts, filterServices, filterExternals, filterNodePorts, guardDrops, filterFirewall []string
 	for _, out := range outs {
+		filterFirewall = append(filterFirewall, out.filterFirewall...)
 		guardDrops = append(guardDrops, out.guardDrops...)
 		natServices = append(natServices, out.natServices...)
 		natNodePorts = append(natNodePorts, out.natNodePorts...)
@@ -280,6 +292,7 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 			{Name: ChainNodePorts, Rules: filterNodePorts},
 			{Name: ChainServices, Rules: filterServices},
 			{Name: ChainExternalServices, Rules: filterExternals},
+			{Name: ChainProxyFirewall, Rules: filterFirewall},
 			{Name: ChainForward, Rules: []string{
 				comment("kubette: never forward what the guard rejects") + " -j " + ChainGuard,
 				"-m conntrack --ctstate INVALID -j DROP",
@@ -303,7 +316,8 @@ func sameServiceOptions(a, b Options) bool {
 func equalService(a, b *Service) bool {
 	if a.Namespace != b.Namespace || a.Name != b.Name || a.AffinityTimeoutSeconds != b.AffinityTimeoutSeconds ||
 		a.InternalLocal != b.InternalLocal || a.ExternalLocal != b.ExternalLocal || a.HealthCheckNodePort != b.HealthCheckNodePort ||
-		!slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) ||
+		!slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) || !slices.Equal(a.ExternalIPs, b.ExternalIPs) ||
+		!slices.Equal(a.LoadBalancerSourceRanges, b.LoadBalancerSourceRanges) ||
 		!slices.Equal(a.ClusterIPs, b.ClusterIPs) || len(a.Ports) != len(b.Ports) {
 		return false
 	}
@@ -322,6 +336,8 @@ func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	out := &svcOut{in: *in}
 	out.in.ClusterIPs = slices.Clone(in.ClusterIPs)
 	out.in.LoadBalancerIPs = slices.Clone(in.LoadBalancerIPs)
+	out.in.ExternalIPs = slices.Clone(in.ExternalIPs)
+	out.in.LoadBalancerSourceRanges = slices.Clone(in.LoadBalancerSourceRanges)
 	out.in.Ports = slices.Clone(in.Ports)
 	for i := range out.in.Ports {
 		out.in.Ports[i].Endpoints = slices.Clone(in.Ports[i].Endpoints)
@@ -340,22 +356,39 @@ func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	slices.SortStableFunc(ports, func(a, b Port) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 	})
-	var lbIPs []netip.Addr
-	for _, ip := range s.LoadBalancerIPs {
-		if ip.Is4() {
-			lbIPs = append(lbIPs, ip)
+	ext := externals{lbIPs: ipv4(s.LoadBalancerIPs), extIPs: ipv4(s.ExternalIPs)}
+	for _, r := range s.LoadBalancerSourceRanges {
+		if r.IsValid() && r.Addr().Is4() {
+			ext.ranges = append(ext.ranges, r.Masked())
 		}
 	}
 	for _, p := range ports {
-		renderPort(out, s, p, cips, lbIPs, o, nodeDst)
+		renderPort(out, s, p, cips, ext, o, nodeDst)
 	}
 	return out
+}
+
+func ipv4(ips []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range ips {
+		if ip.Is4() {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// externals are a Service's external destinations besides NodePorts.
+type externals struct {
+	lbIPs, extIPs []netip.Addr
+	ranges        []netip.Prefix // loadBalancerSourceRanges
 }
 
 // renderPort renders one service port into out, with upstream's traffic
 // policy logic: which endpoints Cluster and Local policy use, which chains
 // exist, and what happens to traffic no endpoint can take.
-func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Options, nodeDst []string) {
+func renderPort(out *svcOut, s *Service, p Port, cips []netip.Addr, ext externals, o Options, nodeDst []string) {
+	lbIPs := ext.lbIPs
 	proto := strings.ToLower(p.Protocol)
 	if proto == "" {
 		proto = "tcp"
@@ -365,7 +398,7 @@ func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Opt
 	dport := strconv.Itoa(int(p.Port))
 	nodePort := strconv.Itoa(int(p.NodePort))
 
-	external := p.NodePort > 0 || len(lbIPs) > 0
+	external := p.NodePort > 0 || len(lbIPs) > 0 || len(ext.extIPs) > 0
 	externalLocal := s.ExternalLocal && external
 	usesCluster := !s.InternalLocal || external
 	usesLocal := s.InternalLocal || externalLocal
@@ -378,7 +411,7 @@ func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Opt
 	}
 	hasEndpoints := len(clusterEps) > 0 || (usesLocal && hasAnyEndpoints(p.Endpoints))
 
-	svcChain, svlChain, extChain := SVCChain(spn, proto), SVLChain(spn, proto), EXTChain(spn, proto)
+	svcChain, svlChain, extChain, fwChain := SVCChain(spn, proto), SVLChain(spn, proto), EXTChain(spn, proto), FWChain(spn, proto)
 	internalChain, hasInternal := svcChain, hasEndpoints
 	if s.InternalLocal {
 		internalChain, hasInternal = svlChain, len(localEps) > 0
@@ -388,6 +421,13 @@ func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Opt
 		externalPolicyChain, hasExternal = svlChain, len(localEps) > 0
 	}
 	usesExt := hasEndpoints && external
+	// Load-balancer traffic goes through a KUBE-FW chain when the Service
+	// has source ranges.
+	usesFW := hasEndpoints && len(lbIPs) > 0 && len(ext.ranges) > 0
+	lbChain := extChain
+	if usesFW {
+		lbChain = fwChain
+	}
 
 	// What the filter table does with traffic no endpoint takes: REJECT when
 	// there is none at all, DROP when a Local policy finds none on this node.
@@ -411,13 +451,27 @@ func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Opt
 			out.filterServices = append(out.filterServices, verdict(match))
 		}
 	}
-	for _, ip := range lbIPs {
+	for _, ip := range ext.extIPs {
 		match := pm + " -d " + ip.String() + " --dport " + dport
 		if hasEndpoints {
-			out.natServices = append(out.natServices, comment(spn+" loadbalancer IP")+" "+match+" -j "+extChain)
+			out.natServices = append(out.natServices, comment(spn+" external IP")+" "+match+" -j "+extChain)
 		}
 		if !hasExternal {
 			out.filterExternals = append(out.filterExternals, verdict(match))
+		}
+	}
+	for _, ip := range lbIPs {
+		match := pm + " -d " + ip.String() + " --dport " + dport
+		if hasEndpoints {
+			out.natServices = append(out.natServices, comment(spn+" loadbalancer IP")+" "+match+" -j "+lbChain)
+		}
+		if usesFW {
+			out.filterFirewall = append(out.filterFirewall, comment(spn+" traffic not accepted by "+fwChain)+" "+match+" -j DROP")
+		}
+	}
+	if !hasExternal {
+		for _, ip := range lbIPs {
+			out.filterExternals = append(out.filterExternals, verdict(pm+" -d "+ip.String()+" --dport "+dport))
 		}
 	}
 	if p.NodePort > 0 {
@@ -467,21 +521,24 @@ func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Opt
 		out.chains = append(out.chains, c)
 	}
 	if usesExt {
-		ext := Chain{Name: extChain}
+		extC := Chain{Name: extChain}
 		if !externalLocal {
-			ext.Rules = append(ext.Rules, comment("masquerade traffic for "+spn+" external destinations")+" -j "+ChainMarkMasq)
+			extC.Rules = append(extC.Rules, comment("masquerade traffic for "+spn+" external destinations")+" -j "+ChainMarkMasq)
 		} else {
 			if o.ClusterCIDR.IsValid() {
-				ext.Rules = append(ext.Rules, comment("pod traffic for "+spn+" external destinations")+" -s "+o.ClusterCIDR.String()+" -j "+svcChain)
+				extC.Rules = append(extC.Rules, comment("pod traffic for "+spn+" external destinations")+" -s "+o.ClusterCIDR.String()+" -j "+svcChain)
 			}
-			ext.Rules = append(ext.Rules,
+			extC.Rules = append(extC.Rules,
 				comment("masquerade LOCAL traffic for "+spn+" external destinations")+" -m addrtype --src-type LOCAL -j "+ChainMarkMasq,
 				comment("route LOCAL traffic for "+spn+" external destinations")+" -m addrtype --src-type LOCAL -j "+svcChain)
 		}
 		if hasExternal {
-			ext.Rules = append(ext.Rules, "-j "+externalPolicyChain)
+			extC.Rules = append(extC.Rules, "-j "+externalPolicyChain)
 		}
-		out.chains = append(out.chains, ext)
+		out.chains = append(out.chains, extC)
+	}
+	if usesFW {
+		out.chains = append(out.chains, firewallChain(spn, fwChain, extChain, ext, o))
 	}
 	// One KUBE-SEP chain per endpoint either policy can reach.
 	for _, e := range sortEndpoints(slices.Concat(clusterEps, localEps)) {
@@ -496,6 +553,34 @@ func renderPort(out *svcOut, s *Service, p Port, cips, lbIPs []netip.Addr, o Opt
 			dnat + " " + pm + " -j DNAT --to-destination " + ep,
 		}})
 	}
+}
+
+// firewallChain is the KUBE-FW chain of a service port with
+// loadBalancerSourceRanges: each allowed range goes on to KUBE-EXT; when a
+// range holds one of the node's addresses, so do the load-balancer IPs as
+// sources (a VIP that is a local address is the source of the node's own
+// requests to it); the last rule, which matches anything and does nothing,
+// says where the rest goes: on through KUBE-SERVICES undisturbed, to be
+// dropped by filter KUBE-PROXY-FIREWALL.
+func firewallChain(spn, fwChain, extChain string, ext externals, o Options) Chain {
+	c := Chain{Name: fwChain}
+	head := comment(spn + " loadbalancer IP")
+	allowFromNode := false
+	for _, r := range ext.ranges {
+		c.Rules = append(c.Rules, head+" -s "+r.String()+" -j "+extChain)
+		for _, ip := range o.NodeIPs {
+			if r.Contains(ip) {
+				allowFromNode = true
+			}
+		}
+	}
+	if allowFromNode {
+		for _, ip := range ext.lbIPs {
+			c.Rules = append(c.Rules, head+" -s "+ip.String()+" -j "+extChain)
+		}
+	}
+	c.Rules = append(c.Rules, comment("other traffic to "+spn+" will be dropped by "+ChainProxyFirewall))
+	return c
 }
 
 // endpointRules appends to rules a policy chain's jumps to its endpoints:

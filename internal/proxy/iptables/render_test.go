@@ -72,14 +72,34 @@ func goldenCases() map[string]Model {
 	lbNone := web()
 	lbNone.Ports[0].NodePort = 30080
 	lbNone.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	// 192.0.2.0/24 and 203.0.113.0/24 (TEST-NET-1, -3): rendered only.
+	extIPs := web(ready("10.244.1.5", 8080))
+	extIPs.ExternalIPs = []netip.Addr{ip("192.0.2.20"), ip("192.0.2.21")}
+	extIPsNone := web()
+	extIPsNone.ExternalIPs = []netip.Addr{ip("192.0.2.20")}
+	extIPsLocal := web(remote("10.244.2.7"))
+	extIPsLocal.ExternalIPs = []netip.Addr{ip("192.0.2.20")}
+	extIPsLocal.ExternalLocal = true
+	ranges := web(ready("10.244.1.5", 8080))
+	ranges.Ports[0].NodePort = 30080
+	ranges.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	ranges.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("192.168.1.0/24")}
+	rangesNone := web()
+	rangesNone.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	rangesNone.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
 	return map[string]Model{
-		"internal-local":            {Services: []Service{internalLocal}},
-		"internal-local-none":       {Services: []Service{internalLocalNone}},
-		"external-local":            {Services: []Service{externalLocal}},
-		"external-local-none":       {Services: []Service{externalLocalNone}},
-		"loadbalancer":              {Services: []Service{lb}},
-		"loadbalancer-no-endpoints": {Services: []Service{lbNone}},
-		"clusterip-1":               {Services: []Service{web(ready("10.244.1.5", 8080))}},
+		"external-ips":               {Services: []Service{extIPs}},
+		"external-ips-no-endpoints":  {Services: []Service{extIPsNone}},
+		"external-ips-local-none":    {Services: []Service{extIPsLocal}},
+		"source-ranges":              {Services: []Service{ranges}},
+		"source-ranges-no-endpoints": {Services: []Service{rangesNone}},
+		"internal-local":             {Services: []Service{internalLocal}},
+		"internal-local-none":        {Services: []Service{internalLocalNone}},
+		"external-local":             {Services: []Service{externalLocal}},
+		"external-local-none":        {Services: []Service{externalLocalNone}},
+		"loadbalancer":               {Services: []Service{lb}},
+		"loadbalancer-no-endpoints":  {Services: []Service{lbNone}},
+		"clusterip-1":                {Services: []Service{web(ready("10.244.1.5", 8080))}},
 		"clusterip-3": {Services: []Service{web(ready("10.244.3.1", 8080), ready("10.244.1.5", 8080), ready("10.244.2.7", 8080),
 			Endpoint{IP: ip("10.244.2.8"), Port: 8080, Serving: true, NodeName: "n2"})}}, // not ready, not terminating: unused
 		"nodeport":     {Services: []Service{nodePort}},
@@ -206,6 +226,17 @@ func randomModel(r *rand.Rand) Model {
 		s.ExternalLocal = r.IntN(2) == 0
 		if r.IntN(3) == 0 {
 			s.LoadBalancerIPs = []netip.Addr{netip.AddrFrom4([4]byte{192, 0, 2, byte(1 + i)})}
+		}
+		if r.IntN(3) == 0 {
+			s.ExternalIPs = []netip.Addr{netip.AddrFrom4([4]byte{192, 0, 2, byte(100 + i)})}
+		}
+		if len(s.LoadBalancerIPs) > 0 && r.IntN(2) == 0 {
+			// The outside client and the node; nothing here; the pods; the
+			// outside client only.
+			choices := []string{"192.168.1.0/24", "203.0.113.0/24", "10.244.0.0/16", "192.168.1.77/32"}
+			for range 1 + r.IntN(2) {
+				s.LoadBalancerSourceRanges = append(s.LoadBalancerSourceRanges, netip.MustParsePrefix(choices[r.IntN(len(choices))]))
+			}
 		}
 		np := 1 + r.IntN(3)
 		for j := range np {
@@ -341,13 +372,18 @@ func TestTraceRandomModels(t *testing.T) {
 					dst     netip.Addr
 					port    int
 					filters []string
+					ranges  []netip.Prefix
 				}
 				var dests []dest
 				if p.NodePort > 0 {
-					dests = append(dests, dest{ip("192.168.1.10"), int(p.NodePort), []string{ChainExternalServices}})
+					dests = append(dests, dest{ip("192.168.1.10"), int(p.NodePort), []string{ChainExternalServices, ChainProxyFirewall}, nil})
 				}
+				forward := []string{ChainGuard, ChainServices, ChainExternalServices, ChainProxyFirewall}
 				for _, lb := range s.LoadBalancerIPs {
-					dests = append(dests, dest{lb, int(p.Port), []string{ChainGuard, ChainServices, ChainExternalServices}})
+					dests = append(dests, dest{lb, int(p.Port), forward, s.LoadBalancerSourceRanges})
+				}
+				for _, ext := range s.ExternalIPs { // from anywhere, whatever the source ranges
+					dests = append(dests, dest{ext, int(p.Port), forward, nil})
 				}
 				for _, d := range dests {
 					from := func(src netip.Addr) []outcome {
@@ -357,9 +393,41 @@ func TestTraceRandomModels(t *testing.T) {
 						}
 						return outs
 					}
-					policyOutcomes(t, fail, from(ip("192.168.1.77")), p.Endpoints, s.ExternalLocal, !s.ExternalLocal, mark)
-					policyOutcomes(t, fail, from(ip("10.244.0.99")), p.Endpoints, false, !s.ExternalLocal, mark)
-					policyOutcomes(t, fail, from(ip("192.168.1.10")), p.Endpoints, false, true, mark)
+					// loadBalancerSourceRanges: a source no range allows is
+					// dropped (when the Service has endpoints at all; else
+					// rejected as always).
+					allowed := func(src netip.Addr) bool {
+						if len(d.ranges) == 0 || len(wantEndpoints(p.Endpoints)) == 0 {
+							return true
+						}
+						fromNode := false
+						for _, r := range d.ranges {
+							if r.Contains(src) {
+								return true
+							}
+							fromNode = fromNode || r.Contains(ip("192.168.1.10"))
+						}
+						return fromNode && src == d.dst
+					}
+					for _, c := range []struct {
+						src         netip.Addr
+						local, masq bool
+					}{
+						{ip("192.168.1.77"), s.ExternalLocal, !s.ExternalLocal},
+						{ip("10.244.0.99"), false, !s.ExternalLocal},
+						{ip("192.168.1.10"), false, true},
+					} {
+						outs := from(c.src)
+						if !allowed(c.src) {
+							for _, o := range outs {
+								if o.verdict != "DROP" {
+									fail("%s:%d from %s (source ranges %v): %+v, want DROP", d.dst, d.port, c.src, d.ranges, o)
+								}
+							}
+							continue
+						}
+						policyOutcomes(t, fail, outs, p.Endpoints, c.local, c.masq, mark)
+					}
 				}
 			}
 		}

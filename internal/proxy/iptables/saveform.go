@@ -13,7 +13,8 @@ import (
 // addresses with their prefix length), then the matches in the order given,
 // each with its options in the tool's order and defaults spelled out, then
 // the target with its options (MARK's --or-mark as --set-xmark, REJECT's
-// default --reject-with, ...). Comments are quoted as xtables quotes them.
+// default --reject-with, ...), if any. Comments are quoted as xtables quotes
+// them.
 //
 // It knows the matches and targets the renderer uses and returns false for
 // anything else: a full sync then treats the chain as changed and rewrites
@@ -97,7 +98,7 @@ func SaveForm(rule string) (string, bool) {
 			m.hi = len(opts)
 		}
 	}
-	if neg || target == "" {
+	if neg || (target == "" && len(matches) == 0) {
 		return "", false
 	}
 	var b strings.Builder
@@ -120,6 +121,9 @@ func SaveForm(rule string) (string, bool) {
 			return "", false
 		}
 		b.WriteByte(' ')
+	}
+	if target == "" { // a rule that only matches (a KUBE-FW chain's last)
+		return strings.TrimSuffix(b.String(), " "), true
 	}
 	b.WriteString("-j ")
 	b.WriteString(target)

@@ -46,6 +46,9 @@ func TestSaveForm(t *testing.T) {
 		{`-m comment --comment "kubette: service CIDR traffic that was not DNATed" -d 10.96.0.0/12 -m conntrack ! --ctstate DNAT -p tcp -j REJECT --reject-with tcp-reset`,
 			`-d 10.96.0.0/12 -p tcp -m comment --comment "kubette: service CIDR traffic that was not DNATed" -m conntrack ! --ctstate DNAT -j REJECT --reject-with tcp-reset`},
 		{`-m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT`, `-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`},
+		{`-m comment --comment "other traffic to default/web:http will be dropped by KUBE-PROXY-FIREWALL"`,
+			`-m comment --comment "other traffic to default/web:http will be dropped by KUBE-PROXY-FIREWALL"`},
+		{`-m comment --comment "default/web:http loadbalancer IP" -s 0.0.0.0/0 -j KUBE-EXT-X`, `-m comment --comment "default/web:http loadbalancer IP" -j KUBE-EXT-X`},
 	} {
 		got, ok := SaveForm(c.rule)
 		if !ok || got != c.want {
@@ -54,7 +57,7 @@ func TestSaveForm(t *testing.T) {
 	}
 	// What it cannot predict it refuses.
 	for _, rule := range []string{
-		``, `-j`, `-m comment --comment x`, `--dport 80 -j ACCEPT`, `-m tcp --dport 80 -j ACCEPT`, `-m owner --uid-owner 0 -j ACCEPT`,
+		``, `-j`, `-d 1.2.3.4`, `--dport 80 -j ACCEPT`, `-m tcp --dport 80 -j ACCEPT`, `-m owner --uid-owner 0 -j ACCEPT`,
 		`-j LOG --log-prefix x`, `-j SNAT --to-source 1.2.3.4`, `-m comment --comment "unterminated -j ACCEPT`, `-d 10.0.0.300 -j ACCEPT`,
 		`-d ::1 -j ACCEPT`, `! ! -d 1.2.3.4 -j ACCEPT`, `-j ACCEPT !`, `-m statistic --mode nth --every 2 -j ACCEPT`, `-j MARK --or-mark 0x1/0x1`,
 		`-j OTHER-CHAIN`, `-m recent --name x -j ACCEPT`, `-d 1.2.3.4 -d 1.2.3.5 -j ACCEPT`,

@@ -211,7 +211,8 @@ func (pl *plan) del(table, name string) {
 }
 
 func isServiceChain(name string) bool {
-	return strings.HasPrefix(name, PrefixSVC) || strings.HasPrefix(name, PrefixSVL) || strings.HasPrefix(name, PrefixSEP) || strings.HasPrefix(name, PrefixEXT)
+	return strings.HasPrefix(name, PrefixSVC) || strings.HasPrefix(name, PrefixSVL) || strings.HasPrefix(name, PrefixSEP) ||
+		strings.HasPrefix(name, PrefixEXT) || strings.HasPrefix(name, PrefixFW)
 }
 
 // startsPort reports whether chains[i] is the first chain of a service port:
@@ -279,7 +280,7 @@ func (pl *plan) batches(maxChains int) [][]byte {
 // Owned reports whether kubette's proxy owns a chain of this name.
 func Owned(name string) bool {
 	switch name {
-	case ChainServices, ChainExternalServices, ChainNodePorts, ChainPostrouting, ChainMarkMasq, ChainForward, ChainGuard:
+	case ChainServices, ChainExternalServices, ChainNodePorts, ChainPostrouting, ChainMarkMasq, ChainForward, ChainGuard, ChainProxyFirewall:
 		return true
 	}
 	return isServiceChain(name)
@@ -414,6 +415,7 @@ func Hooks() []Hook {
 	newConn := []string{"-m", "conntrack", "--ctstate", "NEW"}
 	portals := []string{"-m", "comment", "--comment", "kubernetes service portals"}
 	external := []string{"-m", "comment", "--comment", "kubernetes externally-visible service portals"}
+	firewall := []string{"-m", "comment", "--comment", "kubernetes load balancer firewall"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	return []Hook{
 		{TableFilter, "INPUT", []string{"-m", "comment", "--comment", "kubernetes health check service ports", "-j", ChainNodePorts}},
@@ -421,6 +423,9 @@ func Hooks() []Hook {
 		{TableFilter, "FORWARD", cat(newConn, portals, []string{"-j", ChainServices})},
 		{TableFilter, "FORWARD", cat(newConn, external, []string{"-j", ChainExternalServices})},
 		{TableFilter, "FORWARD", []string{"-m", "comment", "--comment", "kubernetes forwarding rules", "-j", ChainForward}},
+		{TableFilter, "INPUT", cat(newConn, firewall, []string{"-j", ChainProxyFirewall})},
+		{TableFilter, "OUTPUT", cat(newConn, firewall, []string{"-j", ChainProxyFirewall})},
+		{TableFilter, "FORWARD", cat(newConn, firewall, []string{"-j", ChainProxyFirewall})},
 		{TableFilter, "OUTPUT", cat(newConn, portals, []string{"-j", ChainServices})},
 		{TableNAT, "PREROUTING", cat(portals, []string{"-j", ChainServices})},
 		{TableNAT, "OUTPUT", cat(portals, []string{"-j", ChainServices})},

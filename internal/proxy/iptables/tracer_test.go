@@ -321,7 +321,7 @@ func (tr *tracer) match(r []string, p packet, s outcome) (bool, float64, error) 
 			return false, 0, nil
 		}
 	}
-	return false, 0, fmt.Errorf("rule without -j: %v", r)
+	return false, 0, nil // a rule without -j does nothing
 }
 
 func (tr *tracer) target(table string, r []string, p packet, s outcome, depth int) ([]outcome, error) {

@@ -90,6 +90,7 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request) {
 
 // serveResource runs the verb handler for a resource request.
 func (s *Server) serveResource(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
+	growStack(len(ri.verb))
 	r := ri.res
 	if !verbAllowed(r, ri.verb) {
 		s.writeError(w, req, apierrors.NewMethodNotSupported(r.GroupResource(), ri.verb))

@@ -432,6 +432,34 @@ func semPods(t *testing.T, ctx context.Context, e *semEnv) {
 		t.Fatalf("second bind: want 409 Conflict, got %v", err)
 	}
 
+	// A pod with scheduling gates says so and cannot be bound until they are gone.
+	gatedSpec := podTemplate("x").Spec
+	gatedSpec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+	gated, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Spec: gatedSpec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := gated.Status.Conditions; len(c) != 1 || c[0].Type != corev1.PodScheduled || c[0].Status != corev1.ConditionFalse ||
+		c[0].Reason != corev1.PodReasonSchedulingGated || c[0].Message != "Scheduling is blocked due to non-empty scheduling gates" {
+		t.Fatalf("gated pod's conditions %+v, want PodScheduled=False SchedulingGated", c)
+	}
+	gatedBinding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+	if err := pods.Bind(ctx, gatedBinding, metav1.CreateOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "pod gated has non-empty .spec.schedulingGates") {
+		t.Fatalf("binding a gated pod: want 409 naming the gates, got %v", err)
+	}
+	gated.Spec.SchedulingGates = nil
+	if _, err := pods.Update(ctx, gated, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("removing the gates: %v", err)
+	}
+	if err := pods.Bind(ctx, gatedBinding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding once the gates are gone: %v", err)
+	}
+	if ungated, err := pods.Get(ctx, "gated", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if c := ungated.Status.Conditions; len(c) != 1 || c[0].Status != corev1.ConditionTrue || c[0].Reason != "" {
+		t.Fatalf("bound formerly gated pod's conditions %+v, want only PodScheduled=True", c)
+	}
+
 	// Pod specs are immutable but for a few fields.
 	bound.Spec.Containers[0].Name = "renamed"
 	_, err = pods.Update(ctx, bound, metav1.UpdateOptions{})

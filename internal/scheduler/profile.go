@@ -21,6 +21,7 @@ import (
 // profile is the instantiated plugin set of one scheduler name, split by
 // extension point in the configured order, and the code that runs each point.
 type profile struct {
+	preEnqueue  []framework.PreEnqueuePlugin
 	preFilter   []framework.PreFilterPlugin
 	filter      []framework.FilterPlugin
 	postFilter  []framework.PostFilterPlugin
@@ -146,6 +147,9 @@ func newProfile(ctx context.Context, registry framework.Registry, configs []plug
 			return nil, fmt.Errorf("plugin %q calls itself %q", c.Name, pl.Name())
 		}
 		used := false
+		if x, ok := pl.(framework.PreEnqueuePlugin); ok {
+			p.preEnqueue, used = append(p.preEnqueue, x), true
+		}
 		if x, ok := pl.(framework.PreFilterPlugin); ok {
 			p.preFilter, used = append(p.preFilter, x), true
 		}
@@ -191,6 +195,18 @@ func newProfile(ctx context.Context, registry framework.Registry, configs []plug
 		return nil, errors.New("the profile has no bind plugin")
 	}
 	return p, nil
+}
+
+// runPreEnqueue reports whether every PreEnqueue plugin lets the pod into the active
+// queue; the first that does not is logged with its reason.
+func (p *profile) runPreEnqueue(ctx context.Context, pod *corev1.Pod, log func(plugin, reason string)) bool {
+	for _, pl := range p.preEnqueue {
+		if st := pl.PreEnqueue(ctx, pod); !st.IsSuccess() {
+			log(pl.Name(), st.Message())
+			return false
+		}
+	}
+	return true
 }
 
 // parallelizeN runs work for pieces 0..n-1 on up to p.parallelism goroutines, in

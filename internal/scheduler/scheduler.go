@@ -166,7 +166,13 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 	if o.Recorder == nil {
 		o.Recorder = &events.FakeRecorder{}
 	}
-	s := &Scheduler{
+	var s *Scheduler
+	preEnqueue := func(pod *corev1.Pod) bool {
+		return s.profile.runPreEnqueue(context.Background(), pod, func(plugin, reason string) {
+			s.logger.Debug("pod held back before the queue", "pod", podRef(pod), "plugin", plugin, "reason", reason)
+		})
+	}
+	s = &Scheduler{
 		client:        o.Client,
 		informers:     o.Informers,
 		recorder:      o.Recorder,
@@ -178,7 +184,7 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 		cache:         cache.New(cache.Options{TTL: o.AssumedPodTTL, Clock: o.Clock, Logger: o.Logger}),
 		queue: queue.New(queue.Options{Clock: o.Clock, Logger: o.Logger,
 			PodInitialBackoff: o.PodInitialBackoff, PodMaxBackoff: o.PodMaxBackoff,
-			PodMaxInUnschedulablePodsDuration: o.PodMaxInUnschedulablePodsDuration}),
+			PodMaxInUnschedulablePodsDuration: o.PodMaxInUnschedulablePodsDuration, PreEnqueue: preEnqueue}),
 		snapshot:  cache.NewEmptySnapshot(),
 		bindSlots: make(chan struct{}, o.MaxBindsInFlight),
 	}

@@ -23,6 +23,14 @@ type Plugin interface {
 	Name() string
 }
 
+// PreEnqueuePlugin decides whether a pod may be tried at all. A pod that any of them
+// rejects is gated: it stays out of the active queue, untried and with no status
+// written, until an update of the pod itself passes them all.
+type PreEnqueuePlugin interface {
+	Plugin
+	PreEnqueue(ctx context.Context, pod *corev1.Pod) *Status
+}
+
 // PreFilterPlugin computes per-pod state once before filtering (stored in the CycleState).
 // Returning Skip means the plugin's Filter is not called for this pod; a rejection
 // rejects the pod on every node.

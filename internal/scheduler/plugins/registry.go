@@ -16,6 +16,7 @@ import (
 	"github.com/kubette/kubette/internal/scheduler/plugins/noderesources"
 	"github.com/kubette/kubette/internal/scheduler/plugins/nodeunschedulable"
 	"github.com/kubette/kubette/internal/scheduler/plugins/podtopologyspread"
+	"github.com/kubette/kubette/internal/scheduler/plugins/schedulinggates"
 	"github.com/kubette/kubette/internal/scheduler/plugins/tainttoleration"
 )
 
@@ -46,13 +47,15 @@ func NewInTreeRegistry() framework.Registry {
 		imagelocality.Name:                   imagelocality.New,
 		defaultpreemption.Name:               defaultpreemption.New,
 		defaultbinder.Name:                   defaultbinder.New,
+		schedulinggates.Name:                 schedulinggates.New,
 	}
 }
 
 // DefaultProfile returns upstream's default plugins in upstream's order, with its
 // score weights: TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
 // InterPodAffinity 2, NodeResourcesFit 1, NodeResourcesBalancedAllocation 1,
-// ImageLocality 1; DefaultPreemption is the PostFilter; DefaultBinder binds.
+// ImageLocality 1; DefaultPreemption is the PostFilter; DefaultBinder binds;
+// SchedulingGates holds back pods with scheduling gates (PreEnqueue).
 func DefaultProfile() []PluginConfig {
 	return []PluginConfig{
 		{Name: nodeunschedulable.Name},
@@ -67,5 +70,6 @@ func DefaultProfile() []PluginConfig {
 		{Name: imagelocality.Name, Weight: 1},
 		{Name: defaultpreemption.Name},
 		{Name: defaultbinder.Name},
+		{Name: schedulinggates.Name},
 	}
 }

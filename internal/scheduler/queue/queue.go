@@ -132,6 +132,10 @@ type Options struct {
 	PodMaxInUnschedulablePodsDuration time.Duration
 	// Logger receives the queue's logs (slog.Default when nil).
 	Logger *slog.Logger
+	// PreEnqueue, when set, runs before a pod enters activeQ (the PreEnqueue plugins):
+	// a pod it holds back (returns false) is gated: it waits, untried, until an update
+	// of it passes, and no cluster event moves it.
+	PreEnqueue func(*corev1.Pod) bool
 }
 
 // PriorityQueue is the scheduling queue. It is safe for concurrent use.
@@ -147,6 +151,9 @@ type PriorityQueue struct {
 	activeQ           *podHeap
 	backoffQ          *podHeap
 	unschedulablePods map[string]*QueuedPodInfo
+	// gatedPods are the pods PreEnqueue held back.
+	gatedPods  map[string]*QueuedPodInfo
+	preEnqueue func(*corev1.Pod) bool
 	// schedulingCycle counts Pops; moveRequestCycle is the cycle of the last move
 	// request. A pod whose attempt started at or before a move request goes to
 	// backoffQ, not unschedulablePods, when it fails: the event may have helped it.
@@ -182,6 +189,8 @@ func New(o Options) *PriorityQueue {
 		logger:             o.Logger,
 		activeQ:            newPodHeap(activeLess),
 		unschedulablePods:  map[string]*QueuedPodInfo{},
+		gatedPods:          map[string]*QueuedPodInfo{},
+		preEnqueue:         o.PreEnqueue,
 		moveRequestCycle:   -1,
 		nominator:          newNominator(),
 	}
@@ -249,15 +258,24 @@ func (q *PriorityQueue) isBackingOff(p *QueuedPodInfo) bool {
 	return q.backoffTime(p).After(q.clock.Now())
 }
 
-// moveToActiveQ puts p in activeQ, taking it out of the other queues. The caller holds q.mu.
-func (q *PriorityQueue) moveToActiveQ(p *QueuedPodInfo) {
-	if p.InitialAttemptTimestamp.IsZero() {
-		p.InitialAttemptTimestamp = q.clock.Now()
-	}
+// moveToActiveQ puts p in activeQ, taking it out of the other queues, unless
+// PreEnqueue holds it back: then it goes to gatedPods and moveToActiveQ returns false.
+// The caller holds q.mu.
+func (q *PriorityQueue) moveToActiveQ(p *QueuedPodInfo) bool {
 	key := p.key()
 	delete(q.unschedulablePods, key)
 	q.backoffQ.delete(key)
+	if q.preEnqueue != nil && !q.preEnqueue(p.Pod) {
+		q.activeQ.delete(key)
+		q.gatedPods[key] = p
+		return false
+	}
+	delete(q.gatedPods, key)
+	if p.InitialAttemptTimestamp.IsZero() {
+		p.InitialAttemptTimestamp = q.clock.Now()
+	}
 	q.activeQ.addOrUpdate(p)
+	return true
 }
 
 // moveToBackoffQ puts p in backoffQ. The caller holds q.mu.
@@ -272,8 +290,9 @@ func (q *PriorityQueue) Add(pod *corev1.Pod) {
 	q.nominator.update(nil, pod)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.moveToActiveQ(newQueuedPodInfo(pod, q.clock.Now()))
-	q.cond.Broadcast()
+	if q.moveToActiveQ(newQueuedPodInfo(pod, q.clock.Now())) {
+		q.cond.Broadcast()
+	}
 }
 
 // Pop blocks until activeQ has a pod and returns the first one, or returns an
@@ -388,8 +407,7 @@ func (q *PriorityQueue) movePods(pods []*QueuedPodInfo, event string) {
 			q.moveToBackoffQ(p)
 			continue
 		}
-		q.moveToActiveQ(p)
-		activated = true
+		activated = q.moveToActiveQ(p) || activated
 	}
 	q.moveRequestCycle = q.schedulingCycle
 	if len(pods) > 0 {
@@ -502,6 +520,14 @@ func (q *PriorityQueue) Update(oldPod, newPod *corev1.Pod) {
 		p.setPod(newPod)
 		return
 	}
+	if p, ok := q.gatedPods[key]; ok {
+		// Only an update of the pod itself can open its gates.
+		p.setPod(newPod)
+		if q.moveToActiveQ(p) {
+			q.cond.Broadcast()
+		}
+		return
+	}
 	if p, ok := q.unschedulablePods[key]; ok {
 		p.setPod(newPod)
 		if oldPod == nil || isPodUpdated(oldPod, newPod) {
@@ -509,13 +535,15 @@ func (q *PriorityQueue) Update(oldPod, newPod *corev1.Pod) {
 				q.moveToBackoffQ(p)
 				return
 			}
-			q.moveToActiveQ(p)
-			q.cond.Broadcast()
+			if q.moveToActiveQ(p) {
+				q.cond.Broadcast()
+			}
 		}
 		return
 	}
-	q.moveToActiveQ(newQueuedPodInfo(newPod, q.clock.Now()))
-	q.cond.Broadcast()
+	if q.moveToActiveQ(newQueuedPodInfo(newPod, q.clock.Now())) {
+		q.cond.Broadcast()
+	}
 }
 
 // Delete removes a pod from whichever queue holds it, and its nomination.
@@ -528,13 +556,23 @@ func (q *PriorityQueue) Delete(pod *corev1.Pod) {
 		return
 	}
 	delete(q.unschedulablePods, key)
+	delete(q.gatedPods, key)
 }
 
-// Counts returns how many pods each part of the queue holds.
+// Counts returns how many pods each part of the queue holds; gated pods count as
+// unschedulable.
 func (q *PriorityQueue) Counts() (active, backoff, unschedulable int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.activeQ.len(), q.backoffQ.len(), len(q.unschedulablePods)
+	return q.activeQ.len(), q.backoffQ.len(), len(q.unschedulablePods) + len(q.gatedPods)
+}
+
+// Gated reports whether PreEnqueue holds the pod back.
+func (q *PriorityQueue) Gated(pod *corev1.Pod) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.gatedPods[pod.Namespace+"/"+pod.Name]
+	return ok
 }
 
 // PendingPods lists the pods of activeQ, backoffQ and unschedulablePods.
@@ -548,6 +586,9 @@ func (q *PriorityQueue) PendingPods() (active, backoff, unschedulable []*corev1.
 		backoff = append(backoff, p.Pod)
 	}
 	for _, p := range q.unschedulablePods {
+		unschedulable = append(unschedulable, p.Pod)
+	}
+	for _, p := range q.gatedPods {
 		unschedulable = append(unschedulable, p.Pod)
 	}
 	return active, backoff, unschedulable

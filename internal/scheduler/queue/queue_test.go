@@ -388,3 +388,46 @@ func TestNominator(t *testing.T) {
 		t.Fatalf("bound pod nominated: %v", got)
 	}
 }
+
+func TestGatedPodsWaitForTheirOwnUpdate(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	q := New(Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PreEnqueue: func(p *corev1.Pod) bool { return len(p.Spec.SchedulingGates) == 0 }})
+	gated := testPod("gated", 100) // the highest priority: it would be popped first
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+	q.Add(gated)
+	q.Add(testPod("free", 0))
+	checkQueues(t, q, "[free]", "[]", "[gated]")
+	if !q.Gated(gated) {
+		t.Fatal("the gated pod is not reported gated")
+	}
+	if p := pop(t, q); p.Pod.Name != "free" {
+		t.Fatalf("popped %s, want free", p.Pod.Name)
+	}
+	// Cluster events and the leftover flush leave gated pods alone.
+	q.MoveAllToActiveOrBackoffQueue(EventNodeAdd, nil)
+	clk.Step(2 * DefaultPodMaxInUnschedulablePodsDuration)
+	q.FlushUnschedulablePodsLeftover()
+	checkQueues(t, q, "[]", "[]", "[gated]")
+	// An update that keeps a gate keeps it gated.
+	still := gated.DeepCopy()
+	still.Labels = map[string]string{"x": "y"}
+	q.Update(gated, still)
+	checkQueues(t, q, "[]", "[]", "[gated]")
+	// Removing the last gate lets it in, with no backoff.
+	open := still.DeepCopy()
+	open.Spec.SchedulingGates = nil
+	q.Update(still, open)
+	if q.Gated(open) {
+		t.Fatal("still gated after its gates went")
+	}
+	if p := pop(t, q); p.Pod.Name != "gated" || len(p.Pod.Spec.SchedulingGates) != 0 {
+		t.Fatalf("popped %s with gates %v", p.Pod.Name, p.Pod.Spec.SchedulingGates)
+	}
+	// A gated pod deleted before its gates open is gone from the queue.
+	g2 := testPod("g2", 0)
+	g2.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+	q.Add(g2)
+	q.Delete(g2)
+	checkQueues(t, q, "[]", "[]", "[]")
+}

@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // liveInit is the init process of a container this Runtime started: State answers from it,
@@ -59,6 +62,28 @@ func (r *Runtime) liveState(id string) (st State, ok bool) {
 		return State{}, false
 	}
 	return State{Status: StatusRunning, Pid: li.pid, StartedAt: li.startedAt}, true
+}
+
+// signalLive sends sig to the init of container id that noteStarted remembered, if it is still
+// that same live process, and reports whether it did. The signal goes through a pidfd opened
+// before the process is recognised by its start time, so that a pid reused in between is never
+// signalled.
+func (r *Runtime) signalLive(id string, sig syscall.Signal) bool {
+	r.mu.Lock()
+	li, found := r.live[id]
+	r.mu.Unlock()
+	if !found {
+		return false
+	}
+	fd, err := unix.PidfdOpen(li.pid, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if start, alive := procStartTime(li.pid); !alive || start != li.start {
+		return false
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
 }
 
 // forget drops what noteStarted remembered of a container.

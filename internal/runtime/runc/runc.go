@@ -200,7 +200,8 @@ func tail(path string) string {
 	return s
 }
 
-// Start starts a created container's process.
+// Start starts a created container's process: through runc's exec FIFO when it can (fifo.go),
+// else with `runc start`.
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	bundle, err := r.bundleOf(ctx, id)
 	if err != nil {
@@ -211,7 +212,14 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err := writeFileAtomic(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	if _, err := r.run(ctx, "start", id); err != nil {
+	err = errFifoUnusable
+	if pid, perr := readPid(filepath.Join(filepath.Dir(bundle), initPidFile)); perr == nil {
+		err = r.startByFifo(ctx, id, pid)
+	}
+	if errors.Is(err, errFifoUnusable) {
+		_, err = r.run(ctx, "start", id)
+	}
+	if err != nil {
 		_ = os.Remove(marker)
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
@@ -354,8 +362,12 @@ func shimAlive(dir string) bool {
 }
 
 // Kill sends sig to the container's init. Killing a container that is already stopped is no
-// error.
+// error. The init of a container this Runtime started is signalled directly while it lives
+// (live.go), as `runc kill` would signal it, without a runc process.
 func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal) error {
+	if r.signalLive(id, sig) {
+		return nil
+	}
 	_, err := r.run(ctx, "kill", id, strconv.Itoa(int(sig)))
 	if err != nil && !strings.Contains(err.Error(), "not running") {
 		return fmt.Errorf("kill container %s: %w", id, err)

@@ -1,0 +1,179 @@
+package runc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/runtime/oci"
+)
+
+// wrapRunc returns a runc wrapper called name that logs each call's arguments to the returned
+// file, and points f at a Runtime that uses it.
+func wrapRunc(t *testing.T, f *fixture, name string) (calls string) {
+	t.Helper()
+	realRunc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	calls = filepath.Join(dir, "calls")
+	wrapper := filepath.Join(dir, name)
+	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nexec " + realRunc + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(Config{Binary: wrapper, Root: f.root, Shim: f.rt.shim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rt = rt
+	return calls
+}
+
+// ranRunc reports whether the calls file holds a runc call with the subcommand cmd.
+func ranRunc(calls, cmd string) bool {
+	b, _ := os.ReadFile(calls)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(" "+l+" ", " "+cmd+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// runcStatus is what `runc state` says of id.
+func runcStatus(t *testing.T, f *fixture, id string) string {
+	t.Helper()
+	out, err := exec.Command("runc", "--root", f.root, "state", id).Output()
+	if err != nil {
+		t.Fatalf("runc state: %v", err)
+	}
+	var st struct{ Status string }
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Status
+}
+
+// TestStartByFifo checks that Start starts a runc container through its exec FIFO, without
+// `runc start`: the process runs (its output reaches the log), runc reports it running, and
+// the FIFO is gone.
+func TestStartByFifo(t *testing.T) {
+	f := newFixture(t)
+	calls := wrapRunc(t, f, "runc")
+	c := f.run(t, []string{"sh", "-c", "echo started; exec sleep 1000"}, nil)
+	if ranRunc(calls, "start") {
+		t.Error("Start ran `runc start`")
+	}
+	if _, err := os.Lstat(filepath.Join(f.root, c.id, execFifo)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("exec fifo after Start: %v, want it removed", err)
+	}
+	if got := runcStatus(t, f, c.id); got != "running" {
+		t.Errorf("runc state says %q, want running", got)
+	}
+	waitFor(t, "the container's output", func() bool {
+		for _, e := range readLog(t, c.log) {
+			if e.content == "started" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := f.rt.Kill(context.Background(), c.id, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.waitStopped(t, c.id); st.ExitCode != 137 {
+		t.Errorf("after SIGKILL: %+v, want exit code 137", st)
+	}
+}
+
+// TestStartOtherRuntime checks that an OCI runtime not called runc is started with its own
+// start command.
+func TestStartOtherRuntime(t *testing.T) {
+	f := newFixture(t)
+	calls := wrapRunc(t, f, "runc-wrapped")
+	c := f.run(t, []string{"sleep", "1000"}, nil)
+	if !ranRunc(calls, "start") {
+		t.Error("Start of a runtime not called runc did not run its start command")
+	}
+	if got := runcStatus(t, f, c.id); got != "running" {
+		t.Errorf("runc state says %q, want running", got)
+	}
+}
+
+// TestStartDeadInit checks that Start of a created container whose init died fails (with
+// runc's word for it) instead of waiting for the init's byte.
+func TestStartDeadInit(t *testing.T) {
+	f := newFixture(t)
+	calls := wrapRunc(t, f, "runc")
+	c := f.create(t, []string{"sleep", "1000"}, nil)
+	pid, err := readPid(filepath.Join(c.dir, initPidFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the init to die", func() bool { _, alive := procStartTime(pid); return !alive })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.rt.Start(ctx, c.id); err == nil {
+		t.Fatal("Start of a container whose init died succeeded")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Start waited until its deadline")
+	}
+	if !ranRunc(calls, "start") {
+		t.Error("the failed Start did not leave the verdict to `runc start`")
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, startedFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("started marker after a failed Start: %v", err)
+	}
+}
+
+// TestKillLiveInit checks that Kill signals the init of a container this Runtime started
+// without `runc kill`, and that a Runtime that did not start it (after a restart) still can.
+func TestKillLiveInit(t *testing.T) {
+	f := newFixture(t)
+	calls := wrapRunc(t, f, "runc")
+	// In the host's pid namespace sleep is not pid 1, so SIGTERM's default action kills it.
+	c := f.run(t, []string{"sleep", "1000"}, func(in *oci.Input) {
+		in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_NODE}}}
+	})
+	if err := f.rt.Kill(context.Background(), c.id, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.waitStopped(t, c.id); st.ExitCode != 128+int(syscall.SIGTERM) {
+		t.Errorf("after SIGTERM: %+v, want exit code %d", st, 128+int(syscall.SIGTERM))
+	}
+	if ranRunc(calls, "kill") {
+		t.Error("Kill of a live init this Runtime started ran `runc kill`")
+	}
+	// Killing it again, now that it has exited, is no error.
+	if err := f.rt.Kill(context.Background(), c.id, syscall.SIGKILL); err != nil {
+		t.Errorf("Kill of a stopped container: %v", err)
+	}
+
+	c2 := f.run(t, []string{"sleep", "1000"}, nil)
+	restarted := wrapRunc(t, f, "runc")
+	if err := f.rt.Kill(context.Background(), c2.id, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.waitStopped(t, c2.id); st.ExitCode != 137 {
+		t.Errorf("after SIGKILL by a restarted Runtime: %+v, want exit code 137", st)
+	}
+	if !ranRunc(restarted, "kill") {
+		t.Error("a Runtime that did not start the container did not ask runc to kill it")
+	}
+}

@@ -171,16 +171,16 @@ func podFields(obj runtime.Object) fields.Set {
 	if p == nil {
 		p = &corev1.Pod{}
 	}
-	return fields.Set{
-		"spec.nodeName":            p.Spec.NodeName,
-		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
-		"spec.schedulerName":       p.Spec.SchedulerName,
-		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
-		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
-		"status.phase":             string(p.Status.Phase),
-		"status.podIP":             p.Status.PodIP,
-		"status.nominatedNodeName": p.Status.NominatedNodeName,
-	}
+	set := make(fields.Set, 10) // room for SelectableFields' metadata.name and metadata.namespace
+	set["spec.nodeName"] = p.Spec.NodeName
+	set["spec.restartPolicy"] = string(p.Spec.RestartPolicy)
+	set["spec.schedulerName"] = p.Spec.SchedulerName
+	set["spec.serviceAccountName"] = p.Spec.ServiceAccountName
+	set["spec.hostNetwork"] = strconv.FormatBool(p.Spec.HostNetwork)
+	set["status.phase"] = string(p.Status.Phase)
+	set["status.podIP"] = p.Status.PodIP
+	set["status.nominatedNodeName"] = p.Status.NominatedNodeName
+	return set
 }
 
 // eventFields works on the stored core/v1 Event for both event API groups, as upstream.

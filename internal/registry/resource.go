@@ -48,7 +48,8 @@ type Resource struct {
 	Virtual bool
 	// New returns an empty object; NewList an empty list.
 	New, NewList func() runtime.Object
-	// Fields returns the selectable fields of an object beyond metadata.name and metadata.namespace.
+	// Fields returns the selectable fields of an object beyond metadata.name and
+	// metadata.namespace, in a new set on each call (SelectableFields adds to it).
 	Fields func(obj runtime.Object) fields.Set
 
 	// shape caches what reflection says about the kind (set by NewTable).
@@ -105,16 +106,17 @@ func (r *Resource) Prefix(namespace string) string {
 
 // SelectableFields returns every field a field selector may use on obj.
 func (r *Resource) SelectableFields(obj runtime.Object) fields.Set {
-	set := fields.Set{}
+	var set fields.Set
+	if r.Fields != nil {
+		set = r.Fields(obj) // a set of its own: the metadata fields go into it
+	}
+	if set == nil {
+		set = make(fields.Set, 2)
+	}
 	if m, err := meta.Accessor(obj); err == nil {
 		set["metadata.name"] = m.GetName()
 		if r.Namespaced {
 			set["metadata.namespace"] = m.GetNamespace()
-		}
-	}
-	if r.Fields != nil {
-		for k, v := range r.Fields(obj) {
-			set[k] = v
 		}
 	}
 	return set

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -27,6 +26,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/endpointslice"
 	"github.com/kubette/kubette/internal/controller/garbagecollector"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 const ns = "default"
@@ -64,20 +64,6 @@ func startControllers(t *testing.T, env *testenv.Env) {
 		cancel()
 		wg.Wait()
 	})
-}
-
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
 }
 
 func service(name string) *corev1.Service {
@@ -126,7 +112,7 @@ func setStatus(t *testing.T, client kubernetes.Interface, name, ip string, ready
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	eventually(t, "status of "+name, func() error {
+	poll.Until(t, "status of "+name, func() error {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -179,7 +165,7 @@ func waitEndpoints(t *testing.T, client kubernetes.Interface, svc string, wantSl
 	t.Helper()
 	ctx := context.Background()
 	var got []discoveryv1.EndpointSlice
-	eventually(t, "endpoints of "+svc, func() error {
+	poll.Until(t, "endpoints of "+svc, func() error {
 		var err error
 		if got, err = slicesOf(ctx, client, svc); err != nil {
 			return err
@@ -294,7 +280,7 @@ func TestEndpointsAgainstAPIServer(t *testing.T) {
 		if err := client.CoreV1().Pods(ns).Delete(ctx, pods[2], metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "terminating endpoint", func() error {
+		poll.Until(t, "terminating endpoint", func() error {
 			got, err := slicesOf(ctx, client, "web")
 			if err != nil {
 				return err
@@ -346,7 +332,7 @@ func TestEndpointsAgainstAPIServer(t *testing.T) {
 		if err := client.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "slices and Endpoints gone", func() error {
+		poll.Until(t, "slices and Endpoints gone", func() error {
 			got, err := slicesOf(ctx, client, "web")
 			if err != nil {
 				return err

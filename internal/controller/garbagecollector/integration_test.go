@@ -15,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 const ns = "default"
@@ -136,23 +136,13 @@ func (e *gcEnv) getCM(t *testing.T, name string) (*corev1.ConfigMap, bool) {
 	return cm, true
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 func (e *gcEnv) waitCMGone(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		eventually(t, "configmap "+n+" to be deleted", func() (bool, error) {
+		poll.Until(t, "configmap "+n+" to be deleted", poll.True(func() bool {
 			_, ok := e.getCM(t, n)
-			return !ok, nil
-		})
+			return !ok
+		}))
 	}
 }
 
@@ -193,10 +183,10 @@ func TestForegroundDeletionWaitsForBlockingDependents(t *testing.T) {
 
 	// The free dependents go; the held one is marked; the owner waits for it.
 	e.waitCMGone(t, "fg-dep", "fg-dep-nonblocking")
-	eventually(t, "the held dependent to be marked for deletion", func() (bool, error) {
+	poll.Until(t, "the held dependent to be marked for deletion", poll.True(func() bool {
 		cm, ok := e.getCM(t, "fg-dep-held")
-		return ok && cm.DeletionTimestamp != nil, nil
-	})
+		return ok && cm.DeletionTimestamp != nil
+	}))
 	consistently(t, "the owner to wait with a deletionTimestamp and the foregroundDeletion finalizer", 500*time.Millisecond, func() bool {
 		cm, ok := e.getCM(t, owner.Name)
 		return ok && cm.DeletionTimestamp != nil && slices.Contains(cm.Finalizers, metav1.FinalizerDeleteDependents)
@@ -259,13 +249,13 @@ func TestDanglingReferences(t *testing.T) {
 	e.deleteCM(t, doomed.Name, metav1.DeletePropagationBackground)
 
 	for _, name := range []string{"dangling-half", "dangling-two-owners"} {
-		eventually(t, name+" to keep only the live owner's reference", func() (bool, error) {
+		poll.Until(t, name+" to keep only the live owner's reference", poll.True(func() bool {
 			cm, ok := e.getCM(t, name)
 			if !ok {
-				return false, fmt.Errorf("%s was deleted although an owner is alive", name)
+				t.Fatalf("%s was deleted although an owner is alive", name)
 			}
-			return len(cm.OwnerReferences) == 1 && cm.OwnerReferences[0].UID == live.UID, nil
-		})
+			return len(cm.OwnerReferences) == 1 && cm.OwnerReferences[0].UID == live.UID
+		}))
 	}
 	if _, ok := e.getCM(t, live.Name); !ok {
 		t.Fatalf("the live owner was deleted")
@@ -316,18 +306,18 @@ func (e *gcEnv) chain(t *testing.T, name string) (*appsv1.Deployment, *appsv1.Re
 func (e *gcEnv) waitChainGone(t *testing.T, dep *appsv1.Deployment, rs *appsv1.ReplicaSet, pod *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, "the pod to be deleted", func() (bool, error) {
+	poll.Until(t, "the pod to be deleted", poll.True(func() bool {
 		_, err := e.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	eventually(t, "the replicaset to be deleted", func() (bool, error) {
+		return apierrors.IsNotFound(err)
+	}))
+	poll.Until(t, "the replicaset to be deleted", poll.True(func() bool {
 		_, err := e.client.AppsV1().ReplicaSets(ns).Get(ctx, rs.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	eventually(t, "the deployment to be deleted", func() (bool, error) {
+		return apierrors.IsNotFound(err)
+	}))
+	poll.Until(t, "the deployment to be deleted", poll.True(func() bool {
 		_, err := e.client.AppsV1().Deployments(ns).Get(ctx, dep.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
+		return apierrors.IsNotFound(err)
+	}))
 }
 
 func TestCrossKindChainBackground(t *testing.T) {

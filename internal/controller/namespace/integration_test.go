@@ -24,6 +24,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/serviceaccount"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // startControllers runs the namespace and service account controllers against env
@@ -53,22 +54,6 @@ func startControllers(t *testing.T, env *testenv.Env) {
 	})
 }
 
-// eventually polls cond every 50ms until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func createNamespace(t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -96,7 +81,7 @@ func testPod(name, node string) *corev1.Pod {
 // waitForDefaultServiceAccount waits for the service account controller.
 func waitForDefaultServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	eventually(t, 20*time.Second, "default service account in "+ns, func() error {
+	poll.Until(t, "default service account in "+ns, func() error {
 		_, err := c.CoreV1().ServiceAccounts(ns).Get(context.Background(), serviceaccount.DefaultName, metav1.GetOptions{})
 		return err
 	})
@@ -105,7 +90,7 @@ func waitForDefaultServiceAccount(t *testing.T, c kubernetes.Interface, ns strin
 // waitForNamespaceGone waits for a namespace Get to answer 404.
 func waitForNamespaceGone(t *testing.T, c kubernetes.Interface, ns string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, "namespace "+ns+" gone", func() error {
+	poll.UntilWithin(t, timeout, "namespace "+ns+" gone", func() error {
 		got, err := c.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -202,7 +187,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		// whatever got in must be deleted with the rest.
 		const want = "unable to create new content in namespace ns1 because it is being terminated"
 		attempt := 0
-		eventually(t, 5*time.Second, "403 for a create in the terminating namespace", func() error {
+		poll.Until(t, "403 for a create in the terminating namespace", func() error {
 			err := createConfigMap(c, "ns1", fmt.Sprintf("late-%d", attempt))
 			attempt++
 			if err == nil {
@@ -247,7 +232,7 @@ func TestNamespaceDeletion(t *testing.T) {
 			t.Fatalf("delete namespace: %v", err)
 		}
 		// The controller deletes what it can and says what it waits for.
-		eventually(t, 30*time.Second, "controller reports the remaining pod", func() error {
+		poll.Until(t, "controller reports the remaining pod", func() error {
 			ns, err := c.CoreV1().Namespaces().Get(ctx, "ns3", metav1.GetOptions{})
 			if err != nil {
 				return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/replicaset"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 const ns = "default"
@@ -45,20 +45,6 @@ func startController(t *testing.T, env *testenv.Env) {
 		cancel()
 		<-done
 	})
-}
-
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
 }
 
 func replicaSet(name string, replicas int32, lbls map[string]string) *appsv1.ReplicaSet {
@@ -94,7 +80,7 @@ func activePods(ctx context.Context, client kubernetes.Interface, lbls map[strin
 func podsOf(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaSet, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	eventually(t, fmt.Sprintf("%d pods controlled by %s", n, rs.Name), func() error {
+	poll.Until(t, fmt.Sprintf("%d pods controlled by %s", n, rs.Name), func() error {
 		all, err := activePods(context.Background(), client, rs.Spec.Selector.MatchLabels)
 		if err != nil {
 			return err
@@ -119,7 +105,7 @@ func podsOf(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaSet, n 
 func scale(t *testing.T, client kubernetes.Interface, name string, replicas int32) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, "scale "+name, func() error {
+	poll.Until(t, "scale "+name, func() error {
 		rs, err := client.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -134,7 +120,7 @@ func scale(t *testing.T, client kubernetes.Interface, name string, replicas int3
 func markReady(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, "mark "+name+" ready", func() error {
+	poll.Until(t, "mark "+name+" ready", func() error {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -150,7 +136,7 @@ func markReady(t *testing.T, client kubernetes.Interface, name string) {
 
 func waitStatus(t *testing.T, client kubernetes.Interface, name string, check func(appsv1.ReplicaSetStatus, *appsv1.ReplicaSet) error) {
 	t.Helper()
-	eventually(t, "status of "+name, func() error {
+	poll.Until(t, "status of "+name, func() error {
 		rs, err := client.AppsV1().ReplicaSets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -188,7 +174,7 @@ func TestReplicaSetAgainstAPIServer(t *testing.T) {
 	})
 
 	t.Run("SuccessfulCreate event", func(t *testing.T) {
-		eventually(t, "SuccessfulCreate event", func() error {
+		poll.Until(t, "SuccessfulCreate event", func() error {
 			evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 				FieldSelector: fields.SelectorFromSet(fields.Set{"involvedObject.name": "web", "reason": "SuccessfulCreate"}).String(),
 			})
@@ -210,7 +196,7 @@ func TestReplicaSetAgainstAPIServer(t *testing.T) {
 		if err := client.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "replacement", func() error {
+		poll.Until(t, "replacement", func() error {
 			if _, err := client.CoreV1().Pods(ns).Get(ctx, victim, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleted pod still there (err %v)", err)
 			}
@@ -265,7 +251,7 @@ func TestReplicaSetAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "orphan adopted as the only replica", func() error {
+		poll.Until(t, "orphan adopted as the only replica", func() error {
 			pods, err := activePods(ctx, client, db)
 			if err != nil {
 				return err
@@ -288,7 +274,7 @@ func TestReplicaSetAgainstAPIServer(t *testing.T) {
 
 	t.Run("a relabelled pod is released and replaced", func(t *testing.T) {
 		pods := podsOf(t, client, rs, 3)
-		eventually(t, "relabel", func() error {
+		poll.Until(t, "relabel", func() error {
 			p, err := client.CoreV1().Pods(ns).Get(ctx, pods[0].Name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -297,7 +283,7 @@ func TestReplicaSetAgainstAPIServer(t *testing.T) {
 			_, err = client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
 			return err
 		})
-		eventually(t, "release", func() error {
+		poll.Until(t, "release", func() error {
 			p, err := client.CoreV1().Pods(ns).Get(ctx, pods[0].Name, metav1.GetOptions{})
 			if err != nil {
 				return err

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // now is the fake clock's time in every unit test.
@@ -575,9 +576,7 @@ func TestRequeueAfterMinReadySeconds(t *testing.T) {
 		t.Fatal("requeued at once")
 	}
 	f.clock.Step(30 * time.Second)
-	if !waitFor(func() bool { return f.c.queue.Len() == 1 }) {
-		t.Fatal("not requeued after minReadySeconds")
-	}
+	poll.Until(t, "a requeue after minReadySeconds", poll.True(func() bool { return f.c.queue.Len() == 1 }))
 }
 
 func TestSlowStartStopsAfterFirstFailure(t *testing.T) {
@@ -782,22 +781,21 @@ func TestRunStopsWithContext(t *testing.T) {
 	rs := synced(newRS("web", 1, map[string]string{"app": "web"}))
 	f := newFixture(t, rs)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // also when the wait below fails the test
 	f.factory.Start(ctx.Done())
 	done := make(chan struct{})
 	go func() {
 		f.c.Run(ctx, 2)
 		close(done)
 	}()
-	if !waitFor(func() bool {
+	poll.Until(t, "Run to create the pod", poll.True(func() bool {
 		for _, a := range f.client.Actions() {
 			if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
 				return true
 			}
 		}
 		return false
-	}) {
-		t.Error("Run did not create the pod")
-	}
+	}))
 	cancel()
 	select {
 	case <-done:
@@ -805,18 +803,6 @@ func TestRunStopsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after the context was cancelled")
 	}
 	f.factory.Shutdown()
-}
-
-// waitFor polls cond for up to ten seconds.
-func waitFor(cond func() bool) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return cond()
 }
 
 func sorted(s []string) []string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,23 +14,8 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/serviceaccount"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
-
-// eventually polls cond every 50ms until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 func getDefault(c kubernetes.Interface, ns string) (*corev1.ServiceAccount, error) {
 	return c.CoreV1().ServiceAccounts(ns).Get(context.Background(), serviceaccount.DefaultName, metav1.GetOptions{})
@@ -40,7 +24,7 @@ func getDefault(c kubernetes.Interface, ns string) (*corev1.ServiceAccount, erro
 func waitForDefault(t *testing.T, c kubernetes.Interface, ns string, notUID string) *corev1.ServiceAccount {
 	t.Helper()
 	var sa *corev1.ServiceAccount
-	eventually(t, 20*time.Second, "default service account in "+ns, func() error {
+	poll.Until(t, "default service account in "+ns, func() error {
 		got, err := getDefault(c, ns)
 		if err != nil {
 			return err

@@ -93,10 +93,10 @@ func Spec(in Input) (*specs.Spec, error) {
 		Version: ociVersion,
 		Root:    &specs.Root{Path: in.Rootfs, Readonly: sc.GetReadonlyRootfs()},
 		Process: &specs.Process{
-			Terminal:        false,
+			Terminal:        c.GetTty(),
 			User:            user,
 			Args:            args,
-			Env:             env(in.Hostname, in.Image.Env, c.GetEnvs()),
+			Env:             env(in.Hostname, in.Image.Env, c.GetEnvs(), c.GetTty()),
 			Cwd:             workingDir(c.GetWorkingDir(), in.Image.WorkingDir),
 			Capabilities:    caps,
 			NoNewPrivileges: sc.GetNoNewPrivs(),
@@ -160,9 +160,10 @@ func processArgs(command, args, entrypoint, cmd []string) ([]string, error) {
 	return out, nil
 }
 
-// env is the default PATH, HOSTNAME, the image's env, then the CRI env; a later value for a
-// name replaces the earlier one in place.
-func env(hostname string, image []string, cri []*runtimeapi.KeyValue) []string {
+// env is the default PATH, HOSTNAME, the image's env, then the CRI env, and TERM=xterm for a
+// container with a terminal unless one of them sets TERM; a later value for a name replaces
+// the earlier one in place.
+func env(hostname string, image []string, cri []*runtimeapi.KeyValue, tty bool) []string {
 	var out []string
 	index := map[string]int{}
 	set := func(kv string) {
@@ -183,6 +184,9 @@ func env(hostname string, image []string, cri []*runtimeapi.KeyValue) []string {
 	}
 	for _, kv := range cri {
 		set(kv.GetKey() + "=" + string(kv.GetValue()))
+	}
+	if _, ok := index["TERM"]; tty && !ok {
+		set("TERM=xterm") // as containerd gives a container with a terminal
 	}
 	return out
 }

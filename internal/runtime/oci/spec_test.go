@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -537,5 +538,25 @@ func TestDevices(t *testing.T) {
 	in.Container.Devices = []*runtimeapi.Device{{HostPath: "/no/such/device"}}
 	if _, err := Spec(in); err == nil {
 		t.Error("a missing device: want an error")
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	in := base(t)
+	in.Container.Tty = true
+	s := mustSpec(t, in)
+	if !s.Process.Terminal || !slices.Contains(s.Process.Env, "TERM=xterm") {
+		t.Errorf("tty: terminal %v env %q, want a terminal and TERM=xterm", s.Process.Terminal, s.Process.Env)
+	}
+	in.Container.Envs = []*runtimeapi.KeyValue{{Key: "TERM", Value: []byte("vt100")}}
+	s = mustSpec(t, in)
+	if slices.Contains(s.Process.Env, "TERM=xterm") || !slices.Contains(s.Process.Env, "TERM=vt100") {
+		t.Errorf("tty with TERM set: env %q, want TERM=vt100 only", s.Process.Env)
+	}
+	in.Container.Tty = false
+	in.Container.Envs = nil
+	s = mustSpec(t, in)
+	if s.Process.Terminal || slices.ContainsFunc(s.Process.Env, func(kv string) bool { return strings.HasPrefix(kv, "TERM=") }) {
+		t.Errorf("no tty: terminal %v env %q, want neither", s.Process.Terminal, s.Process.Env)
 	}
 }

@@ -29,13 +29,24 @@ const (
 // attachSocket is the shim's unix socket in the container directory.
 const attachSocket = "attach.sock"
 
-// The attach protocol on attachSocket. The client sends one byte of flags (attachWantsStdin)
-// and then, if it asked for stdin, the bytes for the container's stdin; closing its write side
-// ends its stdin. The shim sends frames of the container's output, each a stream byte
+// The attach protocol on attachSocket. The client sends one byte of flags (attachWantsStdin,
+// attachFramed) and then, if it asked for stdin, the bytes for the container's stdin; closing
+// its write side ends its stdin. With attachFramed (a client with terminal sizes to send) what
+// follows the flags are frames instead — a kind byte (inputStdin or inputResize), a
+// big-endian uint32 length and that many bytes; a resize is the width and the height as
+// big-endian uint16s — and the end of the write side ends stdin all the same. The shim sends
+// frames of the container's output, each a stream byte
 // (streamStdout or streamStderr), a big-endian uint32 length and that many bytes, and closes
 // the connection once the container has exited and its output is drained.
 const (
 	attachWantsStdin = 1 << 0
+	attachFramed     = 1 << 1
+
+	inputStdin  = 1
+	inputResize = 2
+
+	// maxInputFrame bounds a client's frame (stdin chunks are at most 32 KiB).
+	maxInputFrame = 1 << 20
 
 	streamStdout = 1
 	streamStderr = 2
@@ -84,19 +95,32 @@ func dialAttach(ctx context.Context, dir string) (net.Conn, error) {
 	return dialer.DialContext(ctx, "unix", unixPathIn(d, attachSocket))
 }
 
-// stdinConfig reads the stdin annotations of a bundle's config.json.
-func stdinConfig(bundle string) (stdin, once bool, err error) {
+// ioConfig is what the shim reads of a bundle's config.json: the stdin annotations and
+// whether the process has a terminal.
+type ioConfig struct {
+	stdin, stdinOnce, terminal bool
+}
+
+// readIOConfig reads the ioConfig of a bundle.
+func readIOConfig(bundle string) (ioConfig, error) {
 	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
 	if err != nil {
-		return false, false, fmt.Errorf("read config.json: %w", err)
+		return ioConfig{}, fmt.Errorf("read config.json: %w", err)
 	}
 	var spec struct {
 		Annotations map[string]string `json:"annotations"`
+		Process     *struct {
+			Terminal bool `json:"terminal"`
+		} `json:"process"`
 	}
 	if err := json.Unmarshal(b, &spec); err != nil {
-		return false, false, fmt.Errorf("config.json: %w", err)
+		return ioConfig{}, fmt.Errorf("config.json: %w", err)
 	}
-	return spec.Annotations[AnnotationStdin] == "true", spec.Annotations[AnnotationStdinOnce] == "true", nil
+	return ioConfig{
+		stdin:     spec.Annotations[AnnotationStdin] == "true",
+		stdinOnce: spec.Annotations[AnnotationStdinOnce] == "true",
+		terminal:  spec.Process != nil && spec.Process.Terminal,
+	}, nil
 }
 
 // attachHub is the shim's side of attach: it copies the container's output to every attached
@@ -105,8 +129,9 @@ type attachHub struct {
 	mu      sync.Mutex
 	clients map[*attachClient]struct{}
 	closed  bool
-	stdin   *os.File // nil: the container has no stdin, or it is closed
-	once    bool     // stdin_once: close stdin when the first stdin session ends
+	stdin   io.WriteCloser // nil: the container has no stdin, or it is closed
+	once    bool           // stdin_once: close stdin when the first stdin session ends
+	resize  func(TermSize) // nil: no terminal
 	writers sync.WaitGroup
 }
 
@@ -115,8 +140,10 @@ type attachClient struct {
 	out  chan []byte // frames
 }
 
-func newAttachHub(stdin *os.File, once bool) *attachHub {
-	return &attachHub{clients: map[*attachClient]struct{}{}, stdin: stdin, once: once}
+// newAttachHub makes the hub of a container whose stdin is stdin (nil: none) and whose
+// terminal, if it has one, resize sizes (nil: no terminal).
+func newAttachHub(stdin io.WriteCloser, once bool, resize func(TermSize)) *attachHub {
+	return &attachHub{clients: map[*attachClient]struct{}{}, stdin: stdin, once: once, resize: resize}
 }
 
 // writer returns the io.Writer that sends what is written to it as stream to the clients.
@@ -203,20 +230,32 @@ func (h *attachHub) handle(conn net.Conn) {
 		h.drop(c)
 		return
 	}
-	if flags[0]&attachWantsStdin == 0 {
+	wantsStdin := flags[0]&attachWantsStdin != 0
+	switch {
+	case flags[0]&attachFramed != 0:
+		if err := h.readFrames(conn, wantsStdin); err != nil {
+			h.drop(c)
+			return
+		}
+		if !wantsStdin {
+			h.drop(c) // without stdin, the end of the write side is the client's end
+			return
+		}
+	case !wantsStdin:
 		// Nothing to read but the end of the connection.
 		_, _ = io.Copy(io.Discard, conn)
 		h.drop(c)
 		return
-	}
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := conn.Read(buf)
-		if n > 0 {
-			h.writeStdin(buf[:n])
-		}
-		if err != nil {
-			break
+	default:
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := conn.Read(buf)
+			if n > 0 {
+				h.writeStdin(buf[:n])
+			}
+			if err != nil {
+				break
+			}
 		}
 	}
 	h.mu.Lock()
@@ -227,6 +266,39 @@ func (h *attachHub) handle(conn net.Conn) {
 	h.mu.Unlock()
 	// The client closed its side for stdin only: it keeps reading output until the shim
 	// closes the connection (or it goes away, which the writer notices).
+}
+
+// readFrames reads a framed client's input until the end of its write side (nil) or a
+// malformed frame (an error): stdin (written when the client asked for it) and terminal sizes.
+func (h *attachHub) readFrames(conn net.Conn, wantsStdin bool) error {
+	br := bufio.NewReaderSize(conn, 32<<10)
+	var hdr [5]byte
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		n := binary.BigEndian.Uint32(hdr[1:])
+		if n > maxInputFrame {
+			return fmt.Errorf("attach input frame of %d bytes", n)
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(br, p); err != nil {
+			return err
+		}
+		switch hdr[0] {
+		case inputStdin:
+			if wantsStdin {
+				h.writeStdin(p)
+			}
+		case inputResize:
+			if len(p) == 4 && h.resize != nil {
+				h.resize(TermSize{Width: binary.BigEndian.Uint16(p[0:2]), Height: binary.BigEndian.Uint16(p[2:4])})
+			}
+		}
+	}
 }
 
 // writeStdin writes to the container's stdin, if it has one still open.
@@ -285,10 +357,12 @@ func (h *attachHub) closeClients() {
 }
 
 // AttachOptions are the streams of Attach. A nil Stdout or Stderr drops that output; a nil
-// Stdin sends none.
+// Stdin sends none. Resize, for a container with a terminal, carries the client's terminal
+// sizes, which the shim sets on the container's terminal.
 type AttachOptions struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	Resize         <-chan TermSize
 }
 
 // Attach connects to a running container's stdio through its shim: the container's output
@@ -315,10 +389,51 @@ func (r *Runtime) Attach(ctx context.Context, id string, o AttachOptions) error 
 	if o.Stdin != nil {
 		flags |= attachWantsStdin
 	}
+	if o.Resize != nil {
+		flags |= attachFramed
+	}
 	if _, err := conn.Write([]byte{flags}); err != nil {
 		return fmt.Errorf("attach to container %s: %w", id, err)
 	}
-	if o.Stdin != nil {
+	switch {
+	case o.Resize != nil:
+		done := make(chan struct{})
+		defer close(done)
+		fw := &frameWriter{w: conn}
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case sz, ok := <-o.Resize:
+					if !ok {
+						return
+					}
+					var p [4]byte
+					binary.BigEndian.PutUint16(p[0:2], sz.Width)
+					binary.BigEndian.PutUint16(p[2:4], sz.Height)
+					if fw.write(inputResize, p[:]) != nil {
+						return
+					}
+				}
+			}
+		}()
+		if o.Stdin != nil {
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := o.Stdin.Read(buf)
+					if n > 0 && fw.write(inputStdin, buf[:n]) != nil {
+						return
+					}
+					if err != nil {
+						break
+					}
+				}
+				_ = conn.(*net.UnixConn).CloseWrite()
+			}()
+		}
+	case o.Stdin != nil:
 		go func() {
 			_, _ = io.Copy(conn, o.Stdin)
 			_ = conn.(*net.UnixConn).CloseWrite()
@@ -358,4 +473,22 @@ func (r *Runtime) Attach(ctx context.Context, id string, o AttachOptions) error 
 			}
 		}
 	}
+}
+
+// frameWriter writes an attach client's input frames; stdin and resizes come from two
+// goroutines.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *frameWriter) write(kind byte, p []byte) error {
+	frame := make([]byte, 5+len(p))
+	frame[0] = kind
+	binary.BigEndian.PutUint32(frame[1:5], uint32(len(p)))
+	copy(frame[5:], p)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, err := f.w.Write(frame)
+	return err
 }

@@ -175,24 +175,9 @@ func runShim(ready *os.File, a shimArgs) int {
 		return reportFailure(ready, fmt.Errorf("open container log: %w", err))
 	}
 
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return reportFailure(ready, fmt.Errorf("stdout pipe: %w", err))
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return reportFailure(ready, fmt.Errorf("stderr pipe: %w", err))
-	}
-	// A container with CRI stdin reads a pipe that attach sessions write to.
-	withStdin, stdinOnce, err := stdinConfig(a.bundle)
+	ioc, err := readIOConfig(a.bundle)
 	if err != nil {
 		return reportFailure(ready, err)
-	}
-	var inR, inW *os.File
-	if withStdin {
-		if inR, inW, err = os.Pipe(); err != nil {
-			return reportFailure(ready, fmt.Errorf("stdin pipe: %w", err))
-		}
 	}
 	// SIGCHLD is watched before the container exists, so that no exit goes unnoticed.
 	sigch := make(chan os.Signal, 1)
@@ -201,21 +186,74 @@ func runShim(ready *os.File, a shimArgs) int {
 	pidFile := filepath.Join(dir, initPidFile)
 	runcLog := filepath.Join(dir, runcLogFile)
 	_ = os.Remove(runcLog)
-	cmd := exec.Command(a.runc, "--root", a.root, "--log", runcLog, "--log-format", "json",
-		"create", "--bundle", a.bundle, "--pid-file", pidFile, a.id)
-	cmd.Stdout, cmd.Stderr = outW, errW
-	if inR != nil {
-		cmd.Stdin = inR
+	args := []string{"--root", a.root, "--log", runcLog, "--log-format", "json",
+		"create", "--bundle", a.bundle, "--pid-file", pidFile}
+	// The container's output: one stream per pipe, or the terminal's master (console.go).
+	type output struct {
+		r      io.Reader
+		name   string
+		stream byte
 	}
-	cmd.Dir = a.bundle
-	runErr := cmd.Run()
-	outW.Close()
-	errW.Close()
-	if inR != nil {
-		inR.Close()
-	}
-	if runErr != nil {
-		return reportFailure(ready, fmt.Errorf("runc create: %w: %s", runErr, runcLogError(runcLog)))
+	var (
+		outputs []output
+		stdin   io.WriteCloser // CRI stdin, which attach sessions write to
+		resize  func(TermSize)
+		runErr  error
+	)
+	if ioc.terminal {
+		cs, err := listenConsole()
+		if err != nil {
+			return reportFailure(ready, err)
+		}
+		cmd := exec.Command(a.runc, append(args, "--console-socket", cs.path, a.id)...)
+		cmd.Dir = a.bundle
+		if runErr = cmd.Run(); runErr != nil {
+			cs.close()
+			return reportFailure(ready, fmt.Errorf("runc create: %w: %s", runErr, runcLogError(runcLog)))
+		}
+		master, err := cs.master()
+		if err != nil {
+			return reportFailure(ready, err)
+		}
+		outputs = []output{{ptyReader{master}, "stdout", streamStdout}}
+		if ioc.stdin {
+			stdin = ptyStdin{master}
+		}
+		resize = func(sz TermSize) { setTermSize(master, sz) }
+	} else {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return reportFailure(ready, fmt.Errorf("stdout pipe: %w", err))
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			return reportFailure(ready, fmt.Errorf("stderr pipe: %w", err))
+		}
+		// A container with CRI stdin reads a pipe that attach sessions write to.
+		var inR *os.File
+		if ioc.stdin {
+			var inW *os.File
+			if inR, inW, err = os.Pipe(); err != nil {
+				return reportFailure(ready, fmt.Errorf("stdin pipe: %w", err))
+			}
+			stdin = inW
+		}
+		cmd := exec.Command(a.runc, append(args, a.id)...)
+		cmd.Stdout, cmd.Stderr = outW, errW
+		if inR != nil {
+			cmd.Stdin = inR
+		}
+		cmd.Dir = a.bundle
+		runErr = cmd.Run()
+		outW.Close()
+		errW.Close()
+		if inR != nil {
+			inR.Close()
+		}
+		if runErr != nil {
+			return reportFailure(ready, fmt.Errorf("runc create: %w: %s", runErr, runcLogError(runcLog)))
+		}
+		outputs = []output{{outR, "stdout", streamStdout}, {errR, "stderr", streamStderr}}
 	}
 	pid, err := readPid(pidFile)
 	if err != nil {
@@ -245,7 +283,7 @@ func runShim(ready *os.File, a shimArgs) int {
 		}
 	}()
 	// Attach sessions get the output as it is read, and write the container's stdin.
-	hub := newAttachHub(inW, stdinOnce)
+	hub := newAttachHub(stdin, ioc.stdinOnce, resize)
 	if ln, err := listenAttach(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "shim: no attach: %v\n", err)
 	} else {
@@ -254,11 +292,7 @@ func runShim(ready *os.File, a shimArgs) int {
 		go hub.serve(ln)
 	}
 	var copiers sync.WaitGroup
-	for _, s := range []struct {
-		r      *os.File
-		name   string
-		stream byte
-	}{{outR, "stdout", streamStdout}, {errR, "stderr", streamStderr}} {
+	for _, s := range outputs {
 		copiers.Add(1)
 		go func() {
 			defer copiers.Done()

@@ -152,27 +152,9 @@ func (r *criRuntime) Exec(ctx context.Context, containerID string, cmd []string,
 		o.Stderr = errOut
 	}
 	if tty && resize != nil {
-		sizes := make(chan runc.TermSize)
-		o.Resize = sizes
 		stop := make(chan struct{})
 		defer close(stop)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case sz, ok := <-resize:
-					if !ok {
-						return
-					}
-					select {
-					case sizes <- runc.TermSize{Width: sz.Width, Height: sz.Height}:
-					case <-stop:
-						return
-					}
-				}
-			}
-		}()
+		o.Resize = termSizes(resize, stop)
 	}
 	code, err := r.cfg.Containers.ExecStream(ctx, containerID, cmd, o)
 	if err != nil {
@@ -184,9 +166,32 @@ func (r *criRuntime) Exec(ctx context.Context, containerID string, cmd []string,
 	return nil
 }
 
+// termSizes relays the client's terminal sizes as runc's until stop is closed.
+func termSizes(resize <-chan remotecommand.TerminalSize, stop <-chan struct{}) <-chan runc.TermSize {
+	sizes := make(chan runc.TermSize)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case sz, ok := <-resize:
+				if !ok {
+					return
+				}
+				select {
+				case sizes <- runc.TermSize{Width: sz.Width, Height: sz.Height}:
+				case <-stop:
+					return
+				}
+			}
+		}
+	}()
+	return sizes
+}
+
 // Attach streams a running container's output (and stdin, when it takes stdin) until the
-// container exits or the client goes away. Containers have no terminal here: tty and resize
-// are ignored (the output is the container's stdout and stderr as they are).
+// container exits or the client goes away. For a container with a terminal (CRI tty) the
+// output is the terminal's, as stdout, and the client's terminal sizes are set on it.
 func (r *criRuntime) Attach(ctx context.Context, containerID string, in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
 	o := runc.AttachOptions{Stdin: in}
 	if out != nil {
@@ -194,6 +199,11 @@ func (r *criRuntime) Attach(ctx context.Context, containerID string, in io.Reade
 	}
 	if errOut != nil {
 		o.Stderr = errOut
+	}
+	if tty && resize != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		o.Resize = termSizes(resize, stop)
 	}
 	return r.cfg.Containers.Attach(ctx, containerID, o)
 }

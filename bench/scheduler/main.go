@@ -412,6 +412,8 @@ func cleanup(ctx context.Context, cs kubernetes.Interface, ns, selector string, 
 type scrape struct {
 	requests map[[3]string]float64 // verb, subresource, code → count
 	cpu      float64               // process_cpu_seconds_total
+	alloc    float64               // go_memstats_alloc_bytes_total
+	gcs      float64               // go_gc_duration_seconds_count
 }
 
 // fetchMetrics reads the API server's /metrics in the text format.
@@ -427,6 +429,14 @@ func fetchMetrics(ctx context.Context, cs kubernetes.Interface) (*scrape, error)
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
 			s.cpu, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "go_memstats_alloc_bytes_total "); ok {
+			s.alloc, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
+			s.gcs, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
 			continue
 		}
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")

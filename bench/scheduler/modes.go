@@ -173,6 +173,8 @@ func bindPhase(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, s
 			(after.cpu-before.cpu)/wall, benchCPU.Seconds()/wall, (busyAfter-busyBefore).Seconds()/wall, runtime.NumCPU())
 		fmt.Fprintf(out, "server cpu per pod: %.2f ms in the bind phase (bind, Scheduled event, watch delivery; steadier than rates on a loaded host)\n",
 			(after.cpu-before.cpu)*1000/float64(max(created, 1)))
+		fmt.Fprintf(out, "server alloc per pod: %.1f KB in the bind phase, %.0f GC cycles (what feeds the collector; does not move with the host's load)\n",
+			(after.alloc-before.alloc)/1024/float64(max(created, 1)), after.gcs-before.gcs)
 	}
 	fmt.Fprintf(out, "scheduler cpu per pod: %.2f ms in the bind phase (this process: the scheduler and the bench's own pod informer)\n",
 		benchCPU.Seconds()*1000/float64(max(created, 1)))

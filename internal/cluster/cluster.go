@@ -8,7 +8,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/controller"
@@ -54,9 +56,9 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		components.Add(1)
 		go func() {
 			defer components.Done()
-			if err := controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: log}); err != nil && ctx.Err() == nil {
-				log.Error("controller manager stopped", "err", err)
-			}
+			campaign(ctx, log, func(ctx context.Context) error {
+				return controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: log})
+			})
 		}()
 	}
 	if cfg.Scheduler {
@@ -68,9 +70,9 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		components.Add(1)
 		go func() {
 			defer components.Done()
-			if err := scheduler.RunWithLeaderElection(ctx, restCfg, scheduler.Options{LeaderElect: true, Logger: log}); err != nil && ctx.Err() == nil {
-				log.Error("scheduler stopped", "err", err)
-			}
+			campaign(ctx, log, func(ctx context.Context) error {
+				return scheduler.RunWithLeaderElection(ctx, restCfg, scheduler.Options{LeaderElect: true, Logger: log})
+			})
 		}()
 	}
 	run := func(name string, f func(context.Context) error) {
@@ -93,6 +95,31 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		}
 	}
 	return cp, nil
+}
+
+// campaign runs a leader-elected component until ctx is done. Upstream's controller
+// manager and scheduler exit when they lose their lease (to another instance, or after
+// failing to renew it in time) and their supervisor starts them again to campaign anew;
+// inside `up` this loop is that supervisor, waiting a little longer after each failure.
+func campaign(ctx context.Context, log *slog.Logger, run func(context.Context) error) {
+	wait := time.Second
+	for {
+		start := time.Now()
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			wait = time.Second // it led for a while: this is no crash loop
+		}
+		log.Error("stopped; campaigning for the lease again", "err", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // ServiceCIDR is the service range the API server allocates from: the proxy guards it,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -21,24 +20,15 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/servicealloc"
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/storage/etcd"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // startServer starts an API server with cfg on a free loopback port and a fresh data
 // directory; it stops when the test ends.
 func startServer(t *testing.T, cfg controlplane.Config) kubernetes.Interface {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg.DataDir, cfg.BindAddress, cfg.Port = t.TempDir(), "127.0.0.1", freePort(t)
+	cfg.DataDir, cfg.BindAddress, cfg.Port = t.TempDir(), "127.0.0.1", poll.FreePort(t)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
@@ -218,7 +208,7 @@ func TestRepairHealsLeaks(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: freePort(t), EtcdServers: e.Endpoints,
+		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: poll.FreePort(t), EtcdServers: e.Endpoints,
 		ServiceRepairInterval: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

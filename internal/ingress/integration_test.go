@@ -35,6 +35,7 @@ import (
 
 	"github.com/kubette/kubette/internal/testenv"
 	"github.com/kubette/kubette/internal/testenv/needs"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 const ns = "default"
@@ -57,33 +58,6 @@ func backend(t *testing.T, ip, name string) int {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// eventually polls f until it returns nil, failing the test after a generous
-// deadline.
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 type harness struct {
@@ -114,7 +88,7 @@ func (h *harness) get(host, path string) (int, string, http.Header, error) {
 // empty, a body starting with it).
 func (h *harness) expect(host, path string, code int, body string) {
 	h.t.Helper()
-	eventually(h.t, fmt.Sprintf("GET %s%s -> %d %q", host, path, code, body), func() error {
+	poll.Until(h.t, fmt.Sprintf("GET %s%s -> %d %q", host, path, code, body), func() error {
 		c, b, _, err := h.get(host, path)
 		if err != nil {
 			return err
@@ -208,7 +182,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	client := env.Client
-	h := &harness{t: t, client: client, httpPort: freePort(t), httpsPort: freePort(t),
+	h := &harness{t: t, client: client, httpPort: poll.FreePort(t), httpsPort: poll.FreePort(t),
 		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
@@ -300,7 +274,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 	})
 
 	t.Run("status", func(t *testing.T) {
-		eventually(t, "status address", func() error {
+		poll.Until(t, "status address", func() error {
 			ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "ab", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -327,7 +301,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 		if _, err := client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "HTTPS with the secret's certificate", func() error {
+		poll.Until(t, "HTTPS with the secret's certificate", func() error {
 			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", h.httpsPort), &tls.Config{ServerName: "secure.example", InsecureSkipVerify: true})
 			if err != nil {
 				return err
@@ -347,7 +321,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 			}
 			return nil
 		})
-		eventually(t, "HTTP redirects to HTTPS", func() error {
+		poll.Until(t, "HTTP redirects to HTTPS", func() error {
 			code, _, hdr, err := h.get("secure.example", "/p?q=1")
 			if err != nil {
 				return err
@@ -366,7 +340,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 		if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, extra, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "both endpoints answer", func() error {
+		poll.Until(t, "both endpoints answer", func() error {
 			seen := map[string]bool{}
 			for range 20 {
 				_, b, _, err := h.get("a.example", "/")
@@ -383,7 +357,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 		// nginx's new workers can answer before the controller has
 		// confirmed the reload (a fresh connection served the new config
 		// id) and counted it, so the counters are awaited too.
-		eventually(t, "the change counted as its mode says", func() error {
+		poll.Until(t, "the change counted as its mode says", func() error {
 			after := c.Stats()
 			switch mode {
 			case EndpointsLua:
@@ -434,7 +408,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 			t.Errorf("FailedReloads %d, want more than %d", got, failed)
 		}
 		// The retry rewrites the certificates and the reload takes.
-		eventually(t, "fragile.example over HTTPS after the retry", func() error {
+		poll.Until(t, "fragile.example over HTTPS after the retry", func() error {
 			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", h.httpsPort), &tls.Config{ServerName: "fragile.example", InsecureSkipVerify: true})
 			if err != nil {
 				return err
@@ -467,7 +441,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 			b, err := io.ReadAll(resp.Body)
 			return resp.StatusCode, string(b), err
 		}
-		eventually(t, "3 MiB POST through upload.example", func() error {
+		poll.Until(t, "3 MiB POST through upload.example", func() error {
 			code, body, err := post("upload.example")
 			if err == nil && (code != 200 || !strings.HasSuffix(body, fmt.Sprintf(" /up %d", 3<<20))) {
 				err = fmt.Errorf("got %d %q", code, body)
@@ -513,7 +487,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 			t.Fatal(err)
 		}
 		h.expect("later.example", "/l", 200, "b /l")
-		eventually(t, "no status on the rejected Ingress", func() error {
+		poll.Until(t, "no status on the rejected Ingress", func() error {
 			ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "huge", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -534,7 +508,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a new master", func() error {
+		poll.Until(t, "a new master", func() error {
 			if p := c.NginxPid(); p == 0 || p == pid {
 				return fmt.Errorf("pid %d", p)
 			}
@@ -554,7 +528,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 		}
 		h.t = t
 		h.expect("later.example", "/", 404, "")
-		eventually(t, "status cleared", func() error {
+		poll.Until(t, "status cleared", func() error {
 			ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "later", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -587,7 +561,7 @@ func testIntegration(t *testing.T, bin, mode string) {
 
 func waitEvent(t *testing.T, client kubernetes.Interface, name, reason string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("Warning %s on ingress %s", reason, name), func() error {
+	poll.Until(t, fmt.Sprintf("Warning %s on ingress %s", reason, name), func() error {
 		evs, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kubette/kubette/internal/testenv/needs"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 func TestRenderLua(t *testing.T) {
@@ -132,7 +133,7 @@ func startNginx(t *testing.T, bin string, c Config) (*Process, string) {
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	eventually(t, "control socket answers", func() error {
+	poll.Until(t, "control socket answers", func() error {
 		id, err := (Control{Socket: p.Control}).ConfigID(context.Background())
 		if err == nil && id != ConfigID(Render(c)) {
 			err = fmt.Errorf("id %q", id)
@@ -163,8 +164,8 @@ func TestLuaEndpoints(t *testing.T) {
 	needs.Root(t)
 	lua := needsLua(t, bin)
 	dir := t.TempDir()
-	port := freePort(t)
-	c := Config{Prefix: dir, ListenAddress: "127.0.0.1", HTTPPort: port, HTTPSPort: freePort(t), WorkerProcesses: "2", Lua: lua,
+	port := poll.FreePort(t)
+	c := Config{Prefix: dir, ListenAddress: "127.0.0.1", HTTPPort: port, HTTPSPort: poll.FreePort(t), WorkerProcesses: "2", Lua: lua,
 		Upstreams: []Upstream{{Name: "t_app_80"}},
 		Servers:   []Server{{Host: "app.example", Locations: []Location{{Match: MatchPrefix, Path: "/", Owner: "t/app", Upstream: "t_app_80"}}}}}
 	p, _ := startNginx(t, bin, c)
@@ -172,7 +173,7 @@ func TestLuaEndpoints(t *testing.T) {
 	ctx := context.Background()
 	expect := func(code int, body string) {
 		t.Helper()
-		eventually(t, fmt.Sprintf("answer %d %q", code, body), func() error {
+		poll.Until(t, fmt.Sprintf("answer %d %q", code, body), func() error {
 			c, b, err := get(port, "app.example")
 			if err == nil && (c != code || code == 200 && b != body) {
 				err = fmt.Errorf("got %d %q", c, b)
@@ -202,7 +203,7 @@ func TestLuaEndpoints(t *testing.T) {
 	if _, err := ctl.Backend(ctx, "other_x_1"); err == nil {
 		t.Errorf("a backend missing from the set is still held")
 	}
-	eventually(t, "round robin over both", func() error {
+	poll.Until(t, "round robin over both", func() error {
 		seen := map[string]int{}
 		for range 20 {
 			_, b, err := get(port, "app.example")
@@ -217,7 +218,7 @@ func TestLuaEndpoints(t *testing.T) {
 		return nil
 	})
 	// A peer that refuses connections: the request goes on to the next.
-	closed := freePort(t)
+	closed := poll.FreePort(t)
 	put(fmt.Sprintf("t_app_80 127.0.0.1:%d %s\n", closed, two), 1)
 	for range 10 {
 		if c, b, err := get(port, "app.example"); err != nil || c != 200 || b != "two" {
@@ -235,7 +236,7 @@ func TestLuaEndpoints(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "restarted", func() error {
+	poll.Until(t, "restarted", func() error {
 		if q := p.Pid(); q == 0 || q == pid {
 			return fmt.Errorf("pid %d", q)
 		}
@@ -253,8 +254,8 @@ func TestReloadFailureDetected(t *testing.T) {
 	bin := needs.Binary(t, "nginx", "nginx")
 	needs.Root(t)
 	dir := t.TempDir()
-	port := freePort(t)
-	c := Config{Prefix: dir, ListenAddress: "127.0.0.1", HTTPPort: port, HTTPSPort: freePort(t), WorkerProcesses: "1",
+	port := poll.FreePort(t)
+	c := Config{Prefix: dir, ListenAddress: "127.0.0.1", HTTPPort: port, HTTPSPort: poll.FreePort(t), WorkerProcesses: "1",
 		Servers: []Server{{Host: "h.example", Locations: []Location{{Match: MatchPrefix, Path: "/", Owner: "t/t", Status: 418}}}}}
 	p, conf := startNginx(t, bin, c)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -282,7 +283,7 @@ func TestReloadFailureDetected(t *testing.T) {
 	}
 	// Once nginx gave up binding (it retries for a few seconds), free the
 	// port: the same configuration now reloads.
-	eventually(t, "nginx gave up the reload", func() error {
+	poll.Until(t, "nginx gave up the reload", func() error {
 		if logLineAfter(p.ErrorLog(), 0, "still could not bind") == "" {
 			return fmt.Errorf("not yet")
 		}
@@ -293,7 +294,7 @@ func TestReloadFailureDetected(t *testing.T) {
 		t.Fatalf("reload after the port was freed: %v", err)
 	}
 	// Old workers may still accept a few connections while they stop.
-	eventually(t, "the new configuration serves", func() error {
+	poll.Until(t, "the new configuration serves", func() error {
 		code, _, err := get(port, "h.example")
 		if err == nil && code != 451 {
 			err = fmt.Errorf("got %d", code)

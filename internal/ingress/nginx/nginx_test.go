@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubette/kubette/internal/testenv/needs"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 func TestParseCheckOutput(t *testing.T) {
@@ -49,31 +49,6 @@ func TestOwnerAt(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestProcess runs the real nginx: it answers, reloads, is restarted after a
 // SIGKILL (its orphaned workers killed so the port is free again) and stops
 // with the context.
@@ -86,7 +61,7 @@ func TestProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	port, tlsPort := freePort(t), freePort(t)
+	port, tlsPort := poll.FreePort(t), poll.FreePort(t)
 	conf := filepath.Join(dir, "conf", "nginx.conf")
 	write := func(status int) {
 		c := Config{Prefix: dir, ListenAddress: "127.0.0.1", HTTPPort: port, HTTPSPort: tlsPort, WorkerProcesses: "1",
@@ -110,7 +85,7 @@ func TestProcess(t *testing.T) {
 	}
 	expect := func(code int) {
 		t.Helper()
-		eventually(t, fmt.Sprintf("status %d", code), func() error {
+		poll.Until(t, fmt.Sprintf("status %d", code), func() error {
 			c, err := status()
 			if err == nil && c != code {
 				err = fmt.Errorf("got %d", c)
@@ -130,7 +105,7 @@ func TestProcess(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	expect(503)
 	write(418)
-	eventually(t, "a running master", func() error {
+	poll.Until(t, "a running master", func() error {
 		if ok, err := p.Reload(); !ok || err != nil {
 			return fmt.Errorf("reload: %v %v", ok, err)
 		}
@@ -141,7 +116,7 @@ func TestProcess(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "restarted", func() error {
+	poll.Until(t, "restarted", func() error {
 		if q := p.Pid(); q == 0 || q == pid {
 			return fmt.Errorf("pid %d", q)
 		}

@@ -5,11 +5,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +19,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // entries lists the files of img's flattened filesystem by name, with their headers.
@@ -97,25 +99,13 @@ func TestHTTPServerImage(t *testing.T) {
 	}
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
 // TestHTTPServerProgram runs the compiled server on the host and checks every endpoint.
 func TestHTTPServerProgram(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "server")
 	if err := os.WriteFile(bin, serverBinary(t), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := strconv.Itoa(poll.FreePort(t))
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PORT=" + port, "POD_NAME=web-0", "TERM_DELAY=0"}
 	stdout, err := cmd.StdoutPipe()

@@ -89,9 +89,11 @@ func (a shimArgs) flags() []string {
 func ShimMain(args []string) int {
 	// The runtime starts the shim with the collector off (GOGC=off), so that the start of a
 	// large binary runs no collection; the shim lives as long as its container and collects
-	// as usual from here on.
+	// as usual from here on, and runc (also a Go program) gets the environment as it was.
 	if os.Getenv(shimGCEnv) == "1" {
 		debug.SetGCPercent(100)
+		_ = os.Unsetenv("GOGC")
+		_ = os.Unsetenv(shimGCEnv)
 	}
 	var a shimArgs
 	fs := flag.NewFlagSet("shim", flag.ContinueOnError)

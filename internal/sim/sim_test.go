@@ -13,13 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubette/kubette/internal/sim"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // startSim runs a simulator until the returned stop is called (or the test
@@ -56,14 +56,6 @@ func startSim(t *testing.T, cfg *rest.Config, o sim.Options) (*sim.Sim, func() e
 	return s, stop
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, cond)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func newPod(ns, name, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -85,8 +77,8 @@ func createNamespace(t *testing.T, c kubernetes.Interface, name string) {
 func runningPods(t *testing.T, c kubernetes.Interface, ns string, want int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	eventually(t, 60*time.Second, fmt.Sprintf("%d pods Running in %s", want, ns), func(ctx context.Context) (bool, error) {
-		list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	poll.Until(t, fmt.Sprintf("%d pods Running in %s", want, ns), poll.Check(func() (bool, error) {
+		list, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -100,7 +92,7 @@ func runningPods(t *testing.T, c kubernetes.Interface, ns string, want int) []co
 			}
 		}
 		return true, nil
-	})
+	}))
 	return pods
 }
 
@@ -241,7 +233,7 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 		}
 		first[l.Name] = l.Spec.RenewTime.Time
 	}
-	eventually(t, 10*time.Second, "every lease renewed", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "every lease renewed", poll.Check(func() (bool, error) {
 		leases, err := c.CoordinationV1().Leases(sim.LeaseNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -252,7 +244,7 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 			}
 		}
 		return true, nil
-	})
+	}))
 
 	// One pod: Running and Ready with an address of its node.
 	createNamespace(t, c, "one")
@@ -292,10 +284,10 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 	if p, err := c.CoreV1().Pods("one").Get(ctx, "web", metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
 		t.Fatalf("right after a graceful delete: %v, %v; want the pod Terminating", p, err)
 	}
-	eventually(t, 10*time.Second, "deleted pod gone", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "deleted pod gone", poll.Check(func() (bool, error) {
 		_, err := c.CoreV1().Pods("one").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
-	})
+	}))
 	t.Logf("deleted pod gone after %v", time.Since(deleted))
 
 	// A pod bound through pods/binding (as a scheduler binds) runs too: it
@@ -326,13 +318,13 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, "job Succeeded", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "job Succeeded", poll.Check(func() (bool, error) {
 		p, err := c.CoreV1().Pods("one").Get(ctx, "job", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return p.Status.Phase == corev1.PodSucceeded, nil
-	})
+	}))
 	job, _ = c.CoreV1().Pods("one").Get(ctx, "job", metav1.GetOptions{})
 	if st := job.Status.ContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 0 ||
 		len(job.Status.InitContainerStatuses) != 1 || job.Status.InitContainerStatuses[0].State.Terminated == nil || podReady(job) {
@@ -355,10 +347,10 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 	if err := c.CoreV1().Pods("many").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "500 pods gone", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "500 pods gone", poll.Check(func() (bool, error) {
 		list, err := c.CoreV1().Pods("many").List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, err
-	})
+	}))
 	createPods(t, c, "many", 500, nodes)
 	secondIPs := checkIPs(t, c, runningPods(t, c, "many", 500))
 	reused := 0
@@ -462,18 +454,18 @@ func TestSimLeavesDeletedNodeAlone(t *testing.T) {
 		return time.Time{}
 	}
 	registered := readyHeartbeat("sim-node-1")
-	eventually(t, 5*time.Second, "Ready heartbeat refreshed", func(context.Context) (bool, error) {
+	poll.Until(t, "Ready heartbeat refreshed", poll.Check(func() (bool, error) {
 		return readyHeartbeat("sim-node-1").After(registered), nil
-	})
+	}))
 	if err := c.CoreV1().Nodes().Delete(ctx, "sim-node-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CoordinationV1().Leases(sim.LeaseNamespace).Delete(ctx, "sim-node-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "deleted node given up", func(context.Context) (bool, error) {
+	poll.Until(t, "deleted node given up", poll.Check(func() (bool, error) {
 		return s.Stats().Nodes == 1, nil
-	})
+	}))
 	time.Sleep(500 * time.Millisecond)
 	if _, err := c.CoordinationV1().Leases(sim.LeaseNamespace).Get(ctx, "sim-node-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("lease of the deleted node: %v, want NotFound (not recreated)", err)

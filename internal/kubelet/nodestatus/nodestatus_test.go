@@ -18,6 +18,7 @@ import (
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/kubelet/nodestatus"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // readiness is a ReadyFunc tests flip.
@@ -65,22 +66,6 @@ func start(t *testing.T, cfg nodestatus.Config) (stop func()) {
 	return stop
 }
 
-// eventually polls cond every 100ms for up to a minute.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within a minute; last: %s", what, last)
-}
-
 func condition(n *v1.Node, t v1.NodeConditionType) *v1.NodeCondition {
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == t {
@@ -104,7 +89,7 @@ func TestRegisterStatusLease(t *testing.T) {
 	})
 
 	var node *v1.Node
-	eventually(t, "registered, NotReady", func() (bool, string) {
+	poll.Until(t, "registered, NotReady", poll.Explain(func() (bool, string) {
 		n, err := env.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -112,7 +97,7 @@ func TestRegisterStatusLease(t *testing.T) {
 		node = n
 		c := condition(n, v1.NodeReady)
 		return c != nil && c.Status == v1.ConditionFalse, "no NotReady condition yet"
-	})
+	}))
 	if c := condition(node, v1.NodeReady); c.Reason != "KubeletNotReady" || c.Message != "container runtime network not ready: no pod CIDR" {
 		t.Errorf("NotReady condition %+v", c)
 	}
@@ -157,7 +142,7 @@ func TestRegisterStatusLease(t *testing.T) {
 
 	// Heartbeats move lastHeartbeatTime, not lastTransitionTime.
 	firstBeat := condition(node, v1.NodeReady).LastHeartbeatTime
-	eventually(t, "a later heartbeat", func() (bool, string) {
+	poll.Until(t, "a later heartbeat", poll.Explain(func() (bool, string) {
 		n, err := env.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -170,11 +155,11 @@ func TestRegisterStatusLease(t *testing.T) {
 			return true, ""
 		}
 		return false, "heartbeat " + c.LastHeartbeatTime.String()
-	})
+	}))
 
 	// The Lease: held by the node, owned by it, renewed.
 	var renew time.Time
-	eventually(t, "lease", func() (bool, string) {
+	poll.Until(t, "lease", poll.Explain(func() (bool, string) {
 		l, err := env.Client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -185,39 +170,39 @@ func TestRegisterStatusLease(t *testing.T) {
 		}
 		renew = l.Spec.RenewTime.Time
 		return true, ""
-	})
-	eventually(t, "lease renewed", func() (bool, string) {
+	}))
+	poll.Until(t, "lease renewed", poll.Explain(func() (bool, string) {
 		l, err := env.Client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return l.Spec.RenewTime.After(renew), "renewTime " + l.Spec.RenewTime.String()
-	})
+	}))
 
 	// The runtime becomes ready: Ready flips at once (the status interval is not waited for).
 	rd.set(nil)
-	eventually(t, "Ready", func() (bool, string) {
+	poll.Until(t, "Ready", poll.Explain(func() (bool, string) {
 		n, err := env.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		c := condition(n, v1.NodeReady)
 		return c.Status == v1.ConditionTrue, c.Message
-	})
+	}))
 	n, _ := env.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 	if c := condition(n, v1.NodeReady); c.Reason != "KubeletReady" || c.Message != "kubelet is posting ready status" || c.LastTransitionTime.Before(&notReadySince) {
 		t.Errorf("Ready condition %+v", c)
 	}
 	// And back.
 	rd.set(errors.New("runtime gone"))
-	eventually(t, "NotReady again", func() (bool, string) {
+	poll.Until(t, "NotReady again", poll.Explain(func() (bool, string) {
 		n, err := env.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		c := condition(n, v1.NodeReady)
 		return c.Status == v1.ConditionFalse && c.Message == "runtime gone", c.Message
-	})
+	}))
 }
 
 func TestAdoptOnRestart(t *testing.T) {
@@ -234,7 +219,7 @@ func TestAdoptOnRestart(t *testing.T) {
 	}
 	ready := func(what string) *v1.Node {
 		var node *v1.Node
-		eventually(t, what, func() (bool, string) {
+		poll.Until(t, what, poll.Explain(func() (bool, string) {
 			n, err := env.Client.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -242,7 +227,7 @@ func TestAdoptOnRestart(t *testing.T) {
 			node = n
 			c := condition(n, v1.NodeReady)
 			return c != nil && c.Status == v1.ConditionTrue, "not Ready yet"
-		})
+		}))
 		return node
 	}
 	stop := start(t, cfg)
@@ -255,14 +240,14 @@ func TestAdoptOnRestart(t *testing.T) {
 
 	// A restarted kubelet adopts its own Node: same UID, Ready keeps its transition time.
 	start(t, cfg)
-	eventually(t, "heartbeat from the restarted agent", func() (bool, string) {
+	poll.Until(t, "heartbeat from the restarted agent", poll.Explain(func() (bool, string) {
 		n2, err := env.Client.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		c := condition(n2, v1.NodeReady)
 		return c.LastHeartbeatTime.After(condition(n, v1.NodeReady).LastHeartbeatTime.Time), "no newer heartbeat"
-	})
+	}))
 	n2 := ready("Ready after the restart")
 	if n2.UID != pre.UID || !condition(n2, v1.NodeReady).LastTransitionTime.Equal(&firstTransition) {
 		t.Fatalf("after restart: uid %s, Ready %+v (first transition %v)", n2.UID, condition(n2, v1.NodeReady), firstTransition)

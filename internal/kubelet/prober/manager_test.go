@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubette/kubette/internal/kubelet"
 	"github.com/kubette/kubette/internal/kubelet/cri"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // recorder collects events without ever blocking.
@@ -88,18 +89,6 @@ func runningStatus(name, id string, started time.Time) *v1.PodStatus {
 	}}}
 }
 
-// eventually polls cond with a generous deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // waitResult reads results until one matches.
 func waitResult(t *testing.T, m *Manager, want kubelet.ProbeResult) {
 	t.Helper()
@@ -157,7 +146,7 @@ func TestReadinessHTTP(t *testing.T) {
 	if f.m.Ready(pod.UID, "web") {
 		t.Fatal("readiness must start false")
 	}
-	eventually(t, "a failed readiness probe", func() bool { return f.rec.has("Readiness probe failed: HTTP probe failed with statuscode: 503") })
+	poll.Until(t, "a failed readiness probe", poll.True(func() bool { return f.rec.has("Readiness probe failed: HTTP probe failed with statuscode: 503") }))
 	if f.m.Ready(pod.UID, "web") {
 		t.Fatal("ready while failing")
 	}
@@ -194,7 +183,7 @@ func TestLivenessThresholdAndHold(t *testing.T) {
 	if len(ws) != 1 {
 		t.Fatalf("workers = %d", len(ws))
 	}
-	eventually(t, "liveness worker to stop", func() bool { return closed(ws[0]) })
+	poll.Until(t, "liveness worker to stop", poll.True(func() bool { return closed(ws[0]) }))
 	if n := f.runner.count("id1 alive"); n != 3 {
 		t.Fatalf("liveness ran %d times, want 3", n)
 	}
@@ -203,7 +192,7 @@ func TestLivenessThresholdAndHold(t *testing.T) {
 	}
 	// A new container instance gets a new worker, starting from success.
 	f.m.Update(pod, runningStatus("app", "id2", time.Now()))
-	eventually(t, "probes of the new instance", func() bool { return f.runner.count("id2 alive") > 0 })
+	poll.Until(t, "probes of the new instance", poll.True(func() bool { return f.runner.count("id2 alive") > 0 }))
 	if f.runner.count("id1 alive") != 3 {
 		t.Fatal("old instance probed again")
 	}
@@ -224,7 +213,7 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	}
 	pod := probePod(c)
 	f.m.Update(pod, runningStatus("app", "id1", time.Now()))
-	eventually(t, "a few startup attempts", func() bool { return f.runner.count("id1 startup") >= 3 })
+	poll.Until(t, "a few startup attempts", poll.True(func() bool { return f.runner.count("id1 startup") >= 3 }))
 	if f.m.Started(pod.UID, "app") || f.m.Ready(pod.UID, "app") {
 		t.Fatal("started or ready before the startup probe succeeded")
 	}
@@ -233,11 +222,11 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	}
 	startupOK.Store(true)
 	waitResult(t, f.m, kubelet.ProbeResult{UID: "uid", Container: "app", ContainerID: "id1", Kind: kubelet.ProbeStartup, Success: true})
-	eventually(t, "readiness", func() bool { return f.m.Ready(pod.UID, "app") })
-	eventually(t, "liveness probes", func() bool { return f.runner.count("id1 live") > 0 })
+	poll.Until(t, "readiness", poll.True(func() bool { return f.m.Ready(pod.UID, "app") }))
+	poll.Until(t, "liveness probes", poll.True(func() bool { return f.runner.count("id1 live") > 0 }))
 	// The startup worker ended after its success.
 	n := f.runner.count("id1 startup")
-	eventually(t, "more liveness probes", func() bool { return f.runner.count("id1 live") > 5 })
+	poll.Until(t, "more liveness probes", poll.True(func() bool { return f.runner.count("id1 live") > 5 }))
 	if f.runner.count("id1 startup") != n {
 		t.Fatal("startup probe kept running after success")
 	}
@@ -258,21 +247,21 @@ func TestInitialDelayUsesClock(t *testing.T) {
 		t.Fatal("probed during the initial delay")
 	}
 	f.now.Store(start.Add(2 * time.Second).UnixNano())
-	eventually(t, "ready after the delay", func() bool { return f.m.Ready(pod.UID, "app") })
+	poll.Until(t, "ready after the delay", poll.True(func() bool { return f.m.Ready(pod.UID, "app") }))
 }
 
 func TestContainerIDChangeRestartsWorker(t *testing.T) {
 	f := newFixture(t, func(string, []string) ([]byte, error) { return nil, nil })
 	pod := probePod(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 3)})
 	f.m.Update(pod, runningStatus("app", "a", time.Now()))
-	eventually(t, "ready", func() bool { return f.m.Ready(pod.UID, "app") })
+	poll.Until(t, "ready", poll.True(func() bool { return f.m.Ready(pod.UID, "app") }))
 	old := workersOf(f.m, pod.UID)
 	f.m.Update(pod, runningStatus("app", "b", time.Now()))
 	if len(old) != 1 {
 		t.Fatalf("workers = %d", len(old))
 	}
-	eventually(t, "old worker to end", func() bool { return closed(old[0]) })
-	eventually(t, "new instance probed and ready", func() bool { return f.runner.count("b ready") > 0 && f.m.Ready(pod.UID, "app") })
+	poll.Until(t, "old worker to end", poll.True(func() bool { return closed(old[0]) }))
+	poll.Until(t, "new instance probed and ready", poll.True(func() bool { return f.runner.count("b ready") > 0 && f.m.Ready(pod.UID, "app") }))
 	n := f.runner.count("a ready")
 	time.Sleep(20 * time.Millisecond)
 	if f.runner.count("a ready") != n {
@@ -287,7 +276,7 @@ func TestContainerIDChangeRestartsWorker(t *testing.T) {
 	// The container stops: its worker ends and readiness is false.
 	f.m.Update(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: "kubette://b",
 		State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}}}})
-	eventually(t, "worker of a stopped container to end", func() bool { return closed(cur[0]) })
+	poll.Until(t, "worker of a stopped container to end", poll.True(func() bool { return closed(cur[0]) }))
 	if f.m.Ready(pod.UID, "app") {
 		t.Fatal("a stopped container is ready")
 	}
@@ -308,7 +297,7 @@ func TestRemoveAndRunStopEveryWorker(t *testing.T) {
 	}
 	f.m.Remove(pods[0].UID)
 	for _, ch := range first {
-		eventually(t, "removed pod's workers to end", func() bool { return closed(ch) })
+		poll.Until(t, "removed pod's workers to end", poll.True(func() bool { return closed(ch) }))
 	}
 	if f.m.Ready(pods[0].UID, "app") || len(workersOf(f.m, pods[0].UID)) != 0 {
 		t.Fatal("removed pod still known")
@@ -366,7 +355,7 @@ func TestErroredProbeRetriedThenFails(t *testing.T) {
 	f.m.Update(pod, runningStatus("app", "id1", time.Now()))
 	waitResult(t, f.m, kubelet.ProbeResult{UID: "uid", Container: "app", ContainerID: "id1", Kind: kubelet.ProbeLiveness, Success: false})
 	ws := workersOf(f.m, pod.UID)
-	eventually(t, "worker on hold", func() bool { return closed(ws[0]) })
+	poll.Until(t, "worker on hold", poll.True(func() bool { return closed(ws[0]) }))
 	// Two failed attempts (the threshold), each tried three times.
 	if n := f.runner.count("id1 live"); n != 6 {
 		t.Fatalf("exec calls = %d, want 6", n)

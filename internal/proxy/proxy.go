@@ -161,10 +161,11 @@ type counters struct {
 
 // Stats count what a Proxy did since it started.
 type Stats struct {
-	// Syncs counts sync attempts; Restores the syncs that wrote rules (with
-	// one iptables-restore run or more), FullRestores those of them that were
-	// full; Unchanged the syncs that wrote nothing because no rule changed;
-	// Failures the failed syncs.
+	// Syncs counts sync attempts; Restores the syncs that applied rules
+	// (with one iptables-restore run or more), FullRestores those of them that
+	// were full (a full sync counts even when the host held every rule
+	// already and nothing was written); Unchanged the partial syncs that
+	// wrote nothing because no rule changed; Failures the failed syncs.
 	Syncs, Restores, FullRestores, Unchanged, Failures int64
 	// LastError is the error of the last failed sync, nil after a success.
 	LastError error
@@ -432,12 +433,17 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 			return fmt.Errorf("full sync: %w", err)
 		}
 		if saved, err = iptables.ParseSave(text); err != nil {
-			return fmt.Errorf("full sync: %w", err)
+			// Output this parser does not know (another iptables version):
+			// write every chain, delete the stale ones, as a fresh host gets.
+			p.log.Warn("cannot compare with the host's tables; writing every chain", "err", err)
+			saved = nil
+			batches = rs.TextBatches(iptables.StaleChains(text, rs), maxChains)
+		} else {
+			var st iptables.SyncStats
+			batches, st = rs.FullSyncBatches(saved, maxChains)
+			p.log.Debug("full sync against the host's tables", "unchangedChains", st.Unchanged, "changedChains", st.Changed,
+				"staleChains", st.Stale, "unpredictedRules", st.Unpredicted)
 		}
-		var st iptables.SyncStats
-		batches, st = rs.FullSyncBatches(saved, maxChains)
-		p.log.Debug("full sync against the host's tables", "unchangedChains", st.Unchanged, "changedChains", st.Changed,
-			"staleChains", st.Stale, "unpredictedRules", st.Unpredicted)
 	} else if batches = iptables.UpdateBatches(p.applied, rs, maxChains); batches == nil {
 		p.stats.unchanged.Add(1)
 		applied = true

@@ -274,3 +274,30 @@ func TestGuardInstallGivesUp(t *testing.T) {
 		t.Errorf("Run = %v, want the guard's error after %d attempts", err, guardAttempts)
 	}
 }
+
+// unparsableSave is a host whose iptables-save output the parser refuses.
+type unparsableSave struct{ *fakeHost }
+
+func (u unparsableSave) Save(ctx context.Context) ([]byte, error) {
+	out, err := u.fakeHost.Save(ctx)
+	return append(out, "something iptables-save never printed before\n"...), err
+}
+
+// TestFullSyncWithUnparsableSave: when the saved tables cannot be parsed,
+// the full sync writes everything and deletes the stale chains, as before
+// the comparison existed, instead of failing forever.
+func TestFullSyncWithUnparsableSave(t *testing.T) {
+	host := newFakeHost()
+	if err := host.Restore(context.Background(), []byte("*nat\n:KUBE-SVC-OLDOLDOLDOLDOLDO - [0:0]\nCOMMIT\n")); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(service("web", "10.96.0.10", 80), endpointSlice("web", "web-1", 8080, true, "10.244.1.5"))
+	p := startProxy(t, client, unparsableSave{host}, 10*time.Millisecond)
+	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
+	if err := p.Stats().LastError; err != nil {
+		t.Fatal(err)
+	}
+	if got := host.chainNames("nat", "KUBE-SVC-"); len(got) != 1 || got[0] == "KUBE-SVC-OLDOLDOLDOLDOLDO" {
+		t.Errorf("service chains %v", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubette/kubette/internal/scheduler/framework"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // calls records plugin calls in order, shared by the fakes of one test.
@@ -184,7 +185,7 @@ func TestPermitWaitThenAllowBinds(t *testing.T) {
 	ts.scheduleOne(context.Background())
 	h := &handle{profile: ts.profile}
 	var wp framework.WaitingPod
-	waitUntil(t, "the pod waits on permit", func() bool { wp = h.GetWaitingPod("uid-a"); return wp != nil })
+	poll.Until(t, "the pod waits on permit", poll.True(func() bool { wp = h.GetWaitingPod("uid-a"); return wp != nil }))
 	if got := wp.GetPendingPlugins(); !slices.Equal(got, []string{"FakePermit"}) {
 		t.Errorf("pending plugins %v", got)
 	}
@@ -258,7 +259,7 @@ func TestWaitingPodRejectedByHandle(t *testing.T) {
 	ts.addPod(t, testPod("a", "1"))
 	ts.scheduleOne(context.Background())
 	h := &handle{profile: ts.profile}
-	waitUntil(t, "the pod waits on permit", func() bool { return h.GetWaitingPod("uid-a") != nil })
+	poll.Until(t, "the pod waits on permit", poll.True(func() bool { return h.GetWaitingPod("uid-a") != nil }))
 	n := 0
 	h.IterateOverWaitingPods(func(framework.WaitingPod) { n++ })
 	if n != 1 || !h.RejectWaitingPod("uid-a") {
@@ -331,18 +332,6 @@ func (nominateFirst) PostFilter(context.Context, *framework.CycleState, *corev1.
 	return framework.NewPostFilterResultWithNominatedNode("n1"), nil
 }
 
-// waitUntil polls cond with a generous deadline.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestDeletedWaitingPodIsRejected(t *testing.T) {
 	binder := &fakeBinder{}
 	ts := newTestScheduler(t, Options{}, fitFilter{}, &fakePermit{status: framework.NewStatus(framework.Wait), timeout: time.Hour}, binder)
@@ -351,7 +340,7 @@ func TestDeletedWaitingPodIsRejected(t *testing.T) {
 	ts.addPod(t, a)
 	ts.scheduleOne(context.Background())
 	h := &handle{profile: ts.profile}
-	waitUntil(t, "the pod waits on permit", func() bool { return h.GetWaitingPod("uid-a") != nil })
+	poll.Until(t, "the pod waits on permit", poll.True(func() bool { return h.GetWaitingPod("uid-a") != nil }))
 	if err := ts.podInformer.GetIndexer().Delete(a); err != nil {
 		t.Fatal(err)
 	}

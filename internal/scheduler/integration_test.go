@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,6 +23,7 @@ import (
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // registry is the in-tree registry and the default profile.
@@ -124,33 +124,17 @@ func createPod(t *testing.T, c kubernetes.Interface, p *corev1.Pod) {
 	}
 }
 
-// waitFor polls cond every 50 ms until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
-	}
-}
-
 func nodeOf(t *testing.T, c kubernetes.Interface, name string) string {
 	t.Helper()
 	var node string
-	waitFor(t, 20*time.Second, "pod "+name+" bound", func() (bool, error) {
+	poll.Until(t, "pod "+name+" bound", poll.Check(func() (bool, error) {
 		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		node = p.Spec.NodeName
 		return node != "", nil
-	})
+	}))
 	return node
 }
 
@@ -167,7 +151,7 @@ func scheduledCondition(p *corev1.Pod) *corev1.PodCondition {
 func waitUnschedulable(t *testing.T, c kubernetes.Interface, name string) string {
 	t.Helper()
 	var msg string
-	waitFor(t, 20*time.Second, "pod "+name+" unschedulable", func() (bool, error) {
+	poll.Until(t, "pod "+name+" unschedulable", poll.Check(func() (bool, error) {
 		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -178,7 +162,7 @@ func waitUnschedulable(t *testing.T, c kubernetes.Interface, name string) string
 		}
 		msg = cond.Message
 		return true, nil
-	})
+	}))
 	return msg
 }
 
@@ -222,10 +206,10 @@ func TestPodsLandOnlyWhereTheyFit(t *testing.T) {
 		}
 	}
 	// The Scheduled event and the PodScheduled condition the binding set.
-	waitFor(t, 10*time.Second, "Scheduled event", func() (bool, error) {
+	poll.Until(t, "Scheduled event", poll.Check(func() (bool, error) {
 		notes, err := eventNotes(c, "needs-3-cpu", "Scheduled")
 		return len(notes) == 1 && notes[0] == "Successfully assigned default/needs-3-cpu to big", err
-	})
+	}))
 	p, err := c.CoreV1().Pods("default").Get(context.Background(), "needs-3-cpu", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +243,7 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 	if msg := waitUnschedulable(t, c, "huge"); msg != want {
 		t.Fatalf("message %q\nwant    %q", msg, want)
 	}
-	waitFor(t, 10*time.Second, "FailedScheduling event", func() (bool, error) {
+	poll.Until(t, "FailedScheduling event", poll.Check(func() (bool, error) {
 		notes, err := eventNotes(c, "huge", "FailedScheduling")
 		if err != nil || len(notes) == 0 {
 			return false, err
@@ -268,7 +252,7 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 			return false, fmt.Errorf("note %q", notes[0])
 		}
 		return true, nil
-	})
+	}))
 	// Still unschedulable a while later (not retried in a loop: one event, one condition).
 	time.Sleep(1500 * time.Millisecond)
 	if p, _ := c.CoreV1().Pods("default").Get(context.Background(), "huge", metav1.GetOptions{}); p.Spec.NodeName != "" {
@@ -336,7 +320,7 @@ func TestHostPortConflictsNeverBound(t *testing.T) {
 	}
 	var unschedulable []string
 	nodes := map[string]bool{}
-	waitFor(t, 20*time.Second, "two bound, one unschedulable", func() (bool, error) {
+	poll.Until(t, "two bound, one unschedulable", poll.Check(func() (bool, error) {
 		list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -350,7 +334,7 @@ func TestHostPortConflictsNeverBound(t *testing.T) {
 			}
 		}
 		return len(nodes) == 2 && len(unschedulable) == 1, nil
-	})
+	}))
 	if want := "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports." + noVictims(2); unschedulable[0] != want {
 		t.Fatalf("message %q", unschedulable[0])
 	}
@@ -441,7 +425,7 @@ func TestFiveHundredPodsAtOnceNeverOvercommit(t *testing.T) {
 	createPods(t, c, pods)
 	created := time.Since(start)
 	var bound int
-	waitFor(t, 60*time.Second, "450 pods bound and 50 unschedulable", func() (bool, error) {
+	poll.Until(t, "450 pods bound and 50 unschedulable", poll.Check(func() (bool, error) {
 		list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -459,7 +443,7 @@ func TestFiveHundredPodsAtOnceNeverOvercommit(t *testing.T) {
 			return false, errors.New("more than 450 pods bound")
 		}
 		return bound == 450 && unschedulable == 50, nil
-	})
+	}))
 	t.Logf("500 pods created in %v; 450 bound and 50 unschedulable %v after the first create", created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	n, perNode := checkNoOvercommit(t, c)
 	if n != 450 {
@@ -539,11 +523,11 @@ func TestThroughput(t *testing.T) {
 			factory.WaitForCacheSync(stop)
 			startScheduler(t, env, scheduler.Options{})
 			started := time.Now()
-			waitFor(t, 120*time.Second, "every pod bound", func() (bool, error) {
+			poll.UntilWithin(t, 120*time.Second, "every pod bound", poll.Check(func() (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(seen) == tc.pods, fmt.Errorf("%d of %d bound", len(seen), tc.pods)
-			})
+			}))
 			mu.Lock()
 			defer mu.Unlock()
 			sort.Slice(binds, func(i, j int) bool { return binds[i].Before(binds[j]) })
@@ -627,7 +611,7 @@ func TestLeaderHandOver(t *testing.T) {
 		o.Registry, o.Profile, o.Logger = reg, prof, quietLogger()
 		aDone <- scheduler.RunWithLeaderElection(aCtx, env.Config, o)
 	}()
-	waitFor(t, 10*time.Second, "a leads", func() (bool, error) { return holder() == "a", nil })
+	poll.Until(t, "a leads", poll.True(func() bool { return holder() == "a" }))
 	startScheduler(t, env, le("b"))
 	createPod(t, c, newPod("first", "100m"))
 	nodeOf(t, c, "first")
@@ -639,7 +623,7 @@ func TestLeaderHandOver(t *testing.T) {
 	if err := <-aDone; err != nil {
 		t.Fatalf("a: %v", err)
 	}
-	waitFor(t, 10*time.Second, "b leads", func() (bool, error) { return holder() == "b", nil })
+	poll.Until(t, "b leads", poll.True(func() bool { return holder() == "b" }))
 	createPod(t, c, newPod("second", "100m"))
 	if got := nodeOf(t, c, "second"); got != "n1" {
 		t.Fatalf("second on %q", got)

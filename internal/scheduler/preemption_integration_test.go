@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kubette/kubette/internal/scheduler"
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // podHistory is what a watch saw of the pods of the default namespace.
@@ -140,9 +140,9 @@ func TestPreemption(t *testing.T) {
 	if high.Spec.Priority == nil || *high.Spec.Priority != 10 {
 		t.Fatalf("the API server did not keep spec.priority: %v", high.Spec.Priority)
 	}
-	waitFor(t, 10*time.Second, "the nomination seen by the watch", func() (bool, error) {
+	poll.Until(t, "the nomination seen by the watch", poll.Check(func() (bool, error) {
 		return history.nominatedFor("high", "n1"), nil
-	})
+	}))
 	for _, v := range []string{"low-1", "low-2"} {
 		msg, ok := history.disruption(v)
 		if !ok || msg != "default-scheduler: preempting to accommodate a higher priority pod" {
@@ -151,14 +151,14 @@ func TestPreemption(t *testing.T) {
 		if !history.wasDeleted(v) {
 			t.Errorf("victim %s not deleted", v)
 		}
-		waitFor(t, 10*time.Second, "Preempted event on "+v, func() (bool, error) {
+		poll.Until(t, "Preempted event on "+v, poll.Check(func() (bool, error) {
 			notes, err := eventNotes(c, v, "Preempted")
 			want := fmt.Sprintf("Preempted by pod %s on node n1", high.UID)
 			if err != nil || len(notes) != 1 || notes[0] != want {
 				return false, fmt.Errorf("notes %q, want [%q] (%v)", notes, want, err)
 			}
 			return true, nil
-		})
+		}))
 	}
 	for _, name := range []string{"mid-1", "mid-2"} {
 		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	testpoll "github.com/kubette/kubette/internal/testenv/poll"
 )
 
 const (
@@ -42,15 +43,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// freePort returns a loopback TCP port that was free a moment ago (testenv/poll's
+// FreePort, under the name the e2e tests call it by).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pick a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testpoll.FreePort(t)
 }
 
 // poll calls cond every 50 ms until it returns true or timeout passed, and reports

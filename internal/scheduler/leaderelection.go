@@ -40,7 +40,7 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) err
 		o.SchedulerName = DefaultSchedulerName
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster := events.NewBroadcaster(newEventSink(client.EventsV1()))
 	o.Client, o.Informers = client, factory
 	o.Recorder = broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)
 

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
@@ -42,8 +44,19 @@ func (b *DefaultBinder) Bind(ctx context.Context, _ *framework.CycleState, pod *
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
-	if err := b.handle.ClientSet().CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if err := bind(ctx, b.handle.ClientSet().CoreV1(), binding); err != nil {
 		return framework.AsStatus(fmt.Errorf("failed to bind pod %s/%s to node %q: %w", pod.Namespace, pod.Name, nodeName, err))
 	}
 	return nil
+}
+
+// bind posts the binding. The typed client's Bind encodes its empty CreateOptions into
+// query parameters by reflection on every call (with the Scheduled Event's create, 3.5 %
+// of `up`'s CPU while binding at 5000 nodes), so a real client posts with its REST
+// client; a fake one, which has none, gets the typed call.
+func bind(ctx context.Context, c corev1client.CoreV1Interface, b *corev1.Binding) error {
+	if rc, ok := c.RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return rc.Post().Namespace(b.Namespace).Resource("pods").Name(b.Name).SubResource("binding").Body(b).Do(ctx).Error()
+	}
+	return c.Pods(b.Namespace).Bind(ctx, b, metav1.CreateOptions{})
 }

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/testenv"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // startServer runs a Server on a free loopback port until the test ends.
@@ -62,22 +64,20 @@ func query(t *testing.T, s *Server, network, name string, qtype uint16) *dns.Msg
 	return resp
 }
 
-// eventually polls until answer to the question, over UDP, matches w.
+// eventually polls until the answer to the question, over UDP, has w's rcode and
+// records, then checks the rest of it (additional and authority sections).
 func eventually(t *testing.T, s *Server, name string, qtype uint16, w want) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp := query(t, s, "udp", name, qtype)
+	var resp *dns.Msg
+	poll.Until(t, "the answer to "+name+" "+dns.TypeToString[qtype], func() error {
+		resp = query(t, s, "udp", name, qtype)
 		if resp.Rcode == w.rcode && slices.Equal(rrStrings(resp.Answer), sorted(w.answer)) {
-			checkAnswer(t, resp, w)
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: still %s %v after 30 s, want %s %v", name, dns.TypeToString[qtype],
-				dns.RcodeToString[resp.Rcode], rrStrings(resp.Answer), dns.RcodeToString[w.rcode], w.answer)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("still %s %v, want %s %v", dns.RcodeToString[resp.Rcode], rrStrings(resp.Answer),
+			dns.RcodeToString[w.rcode], w.answer)
+	})
+	checkAnswer(t, resp, w)
 }
 
 // fakeUpstream is a resolver on loopback that answers example.org and

@@ -15,7 +15,7 @@ import (
 func newProxy() *cobra.Command {
 	var kubeconfig, nodeName, serviceCIDR, clusterCIDR, logLevel string
 	var nodeIPs []string
-	var minSync time.Duration
+	var minSync, syncPeriod time.Duration
 	var rejectUnrouted, cleanup bool
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -47,7 +47,7 @@ func newProxy() *cobra.Command {
 			}
 			o := proxy.Options{
 				Client: client, NodeName: nodeName, ServiceCIDR: serviceCIDR, ClusterCIDR: clusterCIDR,
-				RejectUnroutedPodCIDR: rejectUnrouted, MinSyncPeriod: minSync, Logger: logger,
+				RejectUnroutedPodCIDR: rejectUnrouted, MinSyncPeriod: minSync, SyncPeriod: syncPeriod, Logger: logger,
 			}
 			for _, s := range nodeIPs {
 				a, err := netip.ParseAddr(s)
@@ -69,6 +69,7 @@ func newProxy() *cobra.Command {
 	cmd.Flags().StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "the pod range: ClusterIP traffic from outside it is masqueraded")
 	cmd.Flags().StringSliceVar(&nodeIPs, "node-ip", nil, "addresses NodePorts answer on (default: every local address but 127.0.0.0/8)")
 	cmd.Flags().DurationVar(&minSync, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
+	cmd.Flags().DurationVar(&syncPeriod, "sync-period", time.Hour, "time between full syncs, which compare every rule with iptables-save and rewrite what differs")
 	cmd.Flags().BoolVar(&rejectUnrouted, "reject-unrouted-pod-cidr", true, "reject packets to cluster-CIDR addresses no local route serves (pods of simulated nodes)")
 	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove every chain and jump the proxy installed, then exit")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -26,6 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // gracefulLabel marks fake metadata objects that the fake deletecollection only marks
@@ -513,14 +514,13 @@ func (f *fixture) fakeQueue() {
 // due without moving time.
 func (f *fixture) waitForLen(want int) {
 	f.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for f.ctrl.queue.Len() != want {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("queue length = %d, want %d", f.ctrl.queue.Len(), want)
+	poll.Until(f.t, fmt.Sprintf("queue length %d", want), func() error {
+		if n := f.ctrl.queue.Len(); n != want {
+			f.clock.Step(0)
+			return fmt.Errorf("queue length = %d", n)
 		}
-		f.clock.Step(0)
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestWorkerRequeuesAfterTheEstimate(t *testing.T) {

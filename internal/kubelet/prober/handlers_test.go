@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubette/kubette/internal/kubelet/cri"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // hostPort splits an httptest server's address.
@@ -137,24 +138,12 @@ func TestHTTPProbeTLSAndRefused(t *testing.T) {
 	if r := m.probeHTTP(context.Background(), &v1.HTTPGetAction{Scheme: v1.URISchemeHTTPS, Port: intstr.FromInt32(int32(port))}, c, host, 5*time.Second); !r.success {
 		t.Fatalf("https probe: %+v", r)
 	}
-	closed := closedPort(t)
+	closed := poll.FreePort(t) // nothing listens on it
 	r := m.probeHTTP(context.Background(), &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(closed))}, c, "127.0.0.1", 5*time.Second)
 	want := `Get "http://127.0.0.1:` + strconv.Itoa(closed) + `/healthz": dial tcp 127.0.0.1:` + strconv.Itoa(closed) + `: connect: connection refused`
 	if r.success || r.output != want {
 		t.Fatalf("refused: %+v, want output %q", r, want)
 	}
-}
-
-// closedPort returns a local TCP port nothing listens on.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
 }
 
 func TestTCPProbe(t *testing.T) {
@@ -175,7 +164,7 @@ func TestTCPProbe(t *testing.T) {
 	if r := probeTCP(context.Background(), "127.0.0.1", l.Addr().(*net.TCPAddr).Port, 5*time.Second); !r.success {
 		t.Fatalf("open port: %+v", r)
 	}
-	closed := closedPort(t)
+	closed := poll.FreePort(t) // nothing listens on it
 	r := probeTCP(context.Background(), "127.0.0.1", closed, 5*time.Second)
 	want := "dial tcp 127.0.0.1:" + strconv.Itoa(closed) + ": connect: connection refused"
 	if r.success || r.output != want {

@@ -2,7 +2,6 @@ package prober
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 func TestRunHTTPHook(t *testing.T) {
@@ -43,12 +44,7 @@ func TestRunHTTPHook(t *testing.T) {
 	mu.Unlock()
 
 	// No answer fails it.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	closed := poll.FreePort(t) // nothing listens on it
 	if _, err := m.RunHTTPHook(context.Background(), pod, c, &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt(closed)}, "127.0.0.1"); err == nil {
 		t.Error("a refused connection did not fail the hook")
 	}

@@ -24,7 +24,7 @@ func (s *Server) storageDecoder(r *registry.Resource) watchcache.Decoder {
 		if len(value) == 0 {
 			return nil, fmt.Errorf("decode %s: empty value", key)
 		}
-		obj, _, err := s.codecs.proto.Decode(value, nil, nil)
+		obj, err := decodeStored(s.scheme, value)
 		if err != nil {
 			return nil, fmt.Errorf("decode %s: %w", key, err)
 		}

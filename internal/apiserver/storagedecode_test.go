@@ -31,7 +31,9 @@ func TestDecodeStoredSameAsSerializer(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	fill := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 2).MaxDepth(10).Funcs(
-		func(q *resource.Quantity, c randfill.Continue) { *q = resource.MustParse(fmt.Sprintf("%dm", c.Intn(100000))) },
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = resource.MustParse(fmt.Sprintf("%dm", c.Intn(100000)))
+		},
 		func(v *intstr.IntOrString, c randfill.Continue) { *v = intstr.FromInt32(c.Int31n(1000)) },
 		func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.NewTime(time.Unix(c.Int63n(2e9), 0)) },
 		func(tm *metav1.MicroTime, c randfill.Continue) {

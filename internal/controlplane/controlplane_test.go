@@ -243,19 +243,15 @@ func TestRepairHealsLeaks(t *testing.T) {
 	if err := ips.Release(tctx, netip.MustParseAddr("10.96.0.20")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	poll.UntilWithin(t, 90*time.Second, "the repair", func() error {
 		heldBack := ips.Check(tctx, netip.MustParseAddr("10.96.0.20")) != nil
 		ipFreed := ips.Check(tctx, netip.MustParseAddr("10.96.0.30")) == nil
 		portFreed := ports.Check(tctx, 30123) == nil
 		if heldBack && ipFreed && portFreed {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90s: held address marked %v, leaked address freed %v, leaked port freed %v", heldBack, ipFreed, portFreed)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("held address marked %v, leaked address freed %v, leaked port freed %v", heldBack, ipFreed, portFreed)
+	})
 	leaked := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "leaked"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
 		ClusterIP: "10.96.0.30", Ports: []corev1.ServicePort{{Port: 80, NodePort: 30123}}}}
 	if _, err := svcs.Create(tctx, leaked, metav1.CreateOptions{}); err != nil {

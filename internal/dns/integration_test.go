@@ -158,18 +158,15 @@ func TestServerAgainstAPIServer(t *testing.T) {
 	svcs := env.Client.CoreV1().Services("default")
 	kube := clusterIPService("default", "kubernetes", []string{"10.96.0.1"}, port("https", corev1.ProtocolTCP, 443))
 	var kubeSvc *corev1.Service
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var err error
+	poll.Until(t, "the kubernetes Service", func() (err error) {
 		if kubeSvc, err = svcs.Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
-			break
+			return nil
 		}
-		if _, err = svcs.Create(ctx, kube, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := svcs.Create(ctx, kube, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Logf("create the kubernetes Service: %v", err) // e.g. its IP taken by the API server's own
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no kubernetes Service after 30 s")
-		}
-	}
+		return err
+	})
 	s := startServer(t, env.Client, []string{up.addr})
 	eventually(t, s, "kubernetes.default.svc.cluster.local.", dns.TypeA,
 		want{answer: []string{"kubernetes.default.svc.cluster.local. 5 IN A " + kubeSvc.Spec.ClusterIP}})

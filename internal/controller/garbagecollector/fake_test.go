@@ -7,13 +7,11 @@ import (
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -22,6 +20,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 var (
@@ -353,10 +352,7 @@ func TestResyncFollowsDiscovery(t *testing.T) {
 	if want := map[schema.GroupVersionResource]struct{}{cmGVR: {}, nodeGVR: {}}; !maps.Equal(last, want) {
 		t.Fatalf("resources = %v, want %v", last, want)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return f.monitorsSynced(), nil }); err != nil {
-		t.Fatalf("monitors never synced: %v", err)
-	}
+	poll.Until(t, "the monitors to sync", poll.True(f.monitorsSynced))
 
 	// A new resource appears, another goes; events and subresources are never watched.
 	f.disc.Resources = []*metav1.APIResourceList{{

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -128,17 +127,10 @@ func TestHTTPServerProgram(t *testing.T) {
 	get := func(path string) (int, string) {
 		t.Helper()
 		var resp *http.Response
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		poll.Until(t, "GET "+path, func() (err error) {
 			resp, err = http.Get(base + path)
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
+			return err
+		})
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)

@@ -368,6 +368,7 @@ func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	return out
 }
 
+// ipv4 returns the IPv4 addresses of ips.
 func ipv4(ips []netip.Addr) []netip.Addr {
 	var out []netip.Addr
 	for _, ip := range ips {

@@ -63,6 +63,9 @@ type options struct {
 	burst      int
 	// podsFirst creates every pod before a scheduler (in this process) starts.
 	podsFirst bool
+	// clusterScheduler, with podsFirst, times the cluster's own scheduler instead: the
+	// bench holds its Lease while it creates the pods, then frees it.
+	clusterScheduler bool
 	// nodes > 0 registers that many nodes without a kubelet (no sim needed).
 	nodes int
 	// cpuProfile, when set, is the file that gets this process's CPU profile
@@ -85,6 +88,7 @@ func main() {
 	flag.Float64Var(&o.qps, "qps", 10000, "client-side QPS limit")
 	flag.IntVar(&o.burst, "burst", 10000, "client-side burst")
 	flag.BoolVar(&o.podsFirst, "pods-first", false, "create every pod first, then start a scheduler in this process (schedulerName bench-scheduler-<run>, so the cluster's scheduler ignores them) and time the binds alone")
+	flag.BoolVar(&o.clusterScheduler, "cluster-scheduler", false, "with --pods-first: time the cluster's own scheduler (inside kubette up: in the API server's process) instead of one in this process; the bench holds its Lease kube-system/kube-scheduler while it creates the pods, then frees it")
 	flag.IntVar(&o.nodes, "nodes", 0, "register this many Ready nodes with no kubelet behind them (nodes only, as upstream scheduler_perf: run no `kubette sim`); they are deleted at the end")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile over the bind phase to this file (with --pods-first: the in-process scheduler's)")
 	flag.StringVar(&o.serverProfile, "server-profile", "", "with --pods-first: write the API server's CPU profile (PREFIX.cpu) and allocation profile (PREFIX.allocs) over the start of the bind phase, read from its /debug/pprof with the kubeconfig's credentials")
@@ -250,7 +254,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "load:    %d pods in %s, %d creators, client qps %g burst %d, %d CPUs, load average %.2f\n",
 		o.pods, ns, o.workers, o.qps, o.burst, runtime.NumCPU(), load)
 	schedulerName := ""
-	if o.podsFirst {
+	switch {
+	case o.podsFirst && o.clusterScheduler:
+		// Freed at the latest when the bench ends, so that the cluster gets its scheduler back.
+		defer func() {
+			if err := releaseSchedulerLease(context.WithoutCancel(ctx), cs); err != nil {
+				fmt.Fprintf(out, "note:    %v\n", err)
+			}
+		}()
+		if err := holdSchedulerLease(ctx, cs, "bench-"+runID); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "mode:    pods first, then the cluster's own scheduler (the bench held its Lease while creating the pods)\n")
+	case o.podsFirst:
 		schedulerName = "bench-scheduler-" + runID
 		fmt.Fprintf(out, "mode:    pods first, then scheduler %s in the bench process\n", schedulerName)
 	}

@@ -148,8 +148,8 @@ func noteWrite(ctx context.Context, key, op string, rev int64) {
 }
 
 // Create writes through and notes the write.
-func (t tracingStore) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	rev, err := t.Store.Create(ctx, key, value)
+func (t tracingStore) Create(ctx context.Context, key string, value []byte, opts ...storage.WriteOption) (int64, error) {
+	rev, err := t.Store.Create(ctx, key, value, opts...)
 	if err == nil {
 		noteWrite(ctx, key, "create", rev)
 	}
@@ -157,8 +157,8 @@ func (t tracingStore) Create(ctx context.Context, key string, value []byte) (int
 }
 
 // Update writes through and notes the write.
-func (t tracingStore) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	rev, err := t.Store.Update(ctx, key, value, expectedRevision)
+func (t tracingStore) Update(ctx context.Context, key string, value []byte, expectedRevision int64, opts ...storage.WriteOption) (int64, error) {
+	rev, err := t.Store.Update(ctx, key, value, expectedRevision, opts...)
 	if err == nil {
 		noteWrite(ctx, key, "update", rev)
 	}

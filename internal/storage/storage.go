@@ -9,6 +9,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Sentinel errors returned (possibly wrapped) by every Store implementation.
@@ -110,11 +111,13 @@ type Store interface {
 	// Count returns how many keys lie under prefix.
 	Count(ctx context.Context, prefix string) (int64, error)
 	// Create writes a key that must not exist yet and returns the new revision (ErrExists otherwise).
-	Create(ctx context.Context, key string, value []byte) (int64, error)
+	// WithTTL makes the key expire (see WithTTL).
+	Create(ctx context.Context, key string, value []byte, opts ...WriteOption) (int64, error)
 	// Update overwrites a key whose mod revision equals expectedRevision and returns the new
 	// revision. It returns ErrNotFound when the key is absent and ErrConflict (wrapped in a
-	// *ConflictError carrying the current value) when the revision differs.
-	Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error)
+	// *ConflictError carrying the current value) when the revision differs. The options apply
+	// to this write only: an update without WithTTL makes an expiring key permanent again.
+	Update(ctx context.Context, key string, value []byte, expectedRevision int64, opts ...WriteOption) (int64, error)
 	// Delete removes a key. When expectedRevision is non-zero the delete only happens if the
 	// key's mod revision equals it (ErrConflict otherwise). It returns the deleted value and
 	// the revision of the delete.
@@ -127,6 +130,31 @@ type Store interface {
 	CurrentRevision(ctx context.Context) (int64, error)
 	// Close releases the store's connections.
 	Close() error
+}
+
+// WriteOption modifies one Create or Update. Build it with WithTTL.
+type WriteOption struct {
+	ttl time.Duration
+}
+
+// WithTTL makes the store delete the written key on its own, no sooner than ttl after the
+// write (as upstream's --event-ttl). The store may keep it somewhat longer: etcd counts in
+// whole seconds, has a minimum lease TTL (1 s for the embedded etcd, 2 s for etcd's default
+// timing) and shares one lease among the keys written within a reuse window, up to
+// min(60 s, 5 % of ttl) longer. The deletion reaches watchers as an EventDelete. A
+// non-positive ttl means no expiry.
+func WithTTL(ttl time.Duration) WriteOption { return WriteOption{ttl: ttl} }
+
+// TTL returns the time to live the options ask for, 0 when none (the last WithTTL wins).
+func TTL(opts []WriteOption) time.Duration {
+	var ttl time.Duration
+	for _, o := range opts {
+		ttl = o.ttl
+	}
+	if ttl < 0 {
+		return 0
+	}
+	return ttl
 }
 
 // ConflictError is returned by Update and Delete when the expected revision does not match.

@@ -30,6 +30,8 @@ type Store struct {
 	// closed is cancelled by Close; it stops the Store's watch goroutines.
 	closed context.Context
 	close  context.CancelFunc
+	// leases hands out the leases of writes with a TTL.
+	leases *leaseManager
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -50,6 +52,7 @@ func OwnClient() Option {
 func New(client *clientv3.Client, opts ...Option) *Store {
 	closed, cancel := context.WithCancel(context.Background())
 	s := &Store{client: client, closed: closed, close: cancel}
+	s.leases = newLeaseManager(s.grantLease, time.Now)
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -171,15 +174,51 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	return resp.Count, nil
 }
 
+// grantLease asks etcd for a lease of ttl seconds.
+func (s *Store) grantLease(ctx context.Context, ttl int64) (clientv3.LeaseID, int64, error) {
+	resp, err := s.client.Grant(ctx, ttl)
+	if err != nil {
+		return clientv3.NoLease, 0, err
+	}
+	return resp.ID, resp.TTL, nil
+}
+
+// LeaseStats returns how many leases the Store granted for writes with a TTL and how
+// many such writes reused an earlier lease.
+func (s *Store) LeaseStats() LeaseStats { return s.leases.Stats() }
+
+// txnWithTTL runs the transaction that build makes from the put options of a write with
+// the TTL opts ask for: with a lease from the lease manager, and once more with a new
+// lease if etcd no longer knows the cached one (revoked, or expired across a restart).
+func (s *Store) txnWithTTL(ctx context.Context, opts []storage.WriteOption, build func(put ...clientv3.OpOption) clientv3.Txn) (*clientv3.TxnResponse, error) {
+	ttl := storage.TTL(opts)
+	if ttl <= 0 {
+		return build().Commit()
+	}
+	for attempt := 0; ; attempt++ {
+		id, err := s.leases.lease(ctx, ttl)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := build(clientv3.WithLease(id)).Commit()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
+			s.leases.forget(id)
+			continue
+		}
+		return resp, err
+	}
+}
+
 // Create writes key if it does not exist yet and returns the new revision.
-func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...storage.WriteOption) (int64, error) {
 	if err := s.usable(); err != nil {
 		return 0, fmt.Errorf("etcd create %q: %w", key, err)
 	}
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, bytesAsString(value))).
-		Commit()
+	resp, err := s.txnWithTTL(ctx, opts, func(put ...clientv3.OpOption) clientv3.Txn {
+		return s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, bytesAsString(value), put...))
+	})
 	if err != nil {
 		return 0, fmt.Errorf("etcd create %q: %w", key, translateError(err))
 	}
@@ -190,20 +229,21 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 }
 
 // Update overwrites key if its mod revision is expectedRevision and returns
-// the new revision.
-func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
+// the new revision. Without a TTL option the key is detached from any lease it had.
+func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64, opts ...storage.WriteOption) (int64, error) {
 	if err := s.usable(); err != nil {
 		return 0, fmt.Errorf("etcd update %q: %w", key, err)
 	}
-	resp, err := s.client.Txn(ctx).
-		If(
-			clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
-			// An absent key has mod revision 0: never let an update create it.
-			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
-		).
-		Then(clientv3.OpPut(key, bytesAsString(value))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	resp, err := s.txnWithTTL(ctx, opts, func(put ...clientv3.OpOption) clientv3.Txn {
+		return s.client.Txn(ctx).
+			If(
+				clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
+				// An absent key has mod revision 0: never let an update create it.
+				clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+			).
+			Then(clientv3.OpPut(key, bytesAsString(value), put...)).
+			Else(clientv3.OpGet(key))
+	})
 	if err != nil {
 		return 0, fmt.Errorf("etcd update %q: %w", key, translateError(err))
 	}

@@ -34,6 +34,12 @@ const (
 	watchTimeout = 10 * time.Second
 	// quietPeriod is how long a watch must stay silent when no event is expected.
 	quietPeriod = 200 * time.Millisecond
+	// shortTTL is the time to live of the keys the TTL test writes: etcd's smallest lease.
+	shortTTL = time.Second
+	// expiryTimeout bounds the wait for keys written with shortTTL to go. etcd may round a
+	// TTL up to its minimum lease TTL (2 s with its default timing) and looks for expired
+	// leases every 500 ms; the rest is room for a loaded machine.
+	expiryTimeout = 25 * time.Second
 )
 
 // Run runs the conformance suite. newStore is called once per subtest and
@@ -74,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"WatchEndsOnCancel", testWatchEndsOnCancel},
 		{"ConcurrentCompareAndSwap", testConcurrentCompareAndSwap},
 		{"RevisionsIncrease", testRevisionsIncrease},
+		{"TTLExpires", testTTLExpires},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -827,5 +834,65 @@ func testRevisionsIncrease(f *fixture) {
 	}
 	if kv := f.get(b); kv.ModRevision >= last || kv.ModRevision <= ra {
 		f.Fatalf("b's mod revision %d is not between %d and %d", kv.ModRevision, ra, last)
+	}
+}
+
+// testTTLExpires writes keys with a short TTL, on create and on update, next to keys
+// without one, and checks that the store deletes exactly the expiring ones by itself,
+// which watchers see as deletions carrying the last value.
+func testTTLExpires(f *fixture) {
+	ttl := storage.WithTTL(shortTTL)
+	keep, permanent, created, updated := f.key("keep"), f.key("permanent"), f.key("created"), f.key("updated")
+	f.create(keep, "k")
+	// Written with a TTL first, then updated without one: the update makes it permanent.
+	rev, err := f.store.Create(f.ctx, permanent, []byte("p1"), ttl)
+	if err != nil {
+		f.Fatalf("Create(%q, WithTTL): %v", permanent, err)
+	}
+	f.update(permanent, "p2", rev)
+	if _, err := f.store.Create(f.ctx, created, []byte("c"), ttl); err != nil {
+		f.Fatalf("Create(%q, WithTTL): %v", created, err)
+	}
+	rev = f.create(updated, "u1")
+	last, err := f.store.Update(f.ctx, updated, []byte("u2"), rev, ttl)
+	if err != nil {
+		f.Fatalf("Update(%q, WithTTL): %v", updated, err)
+	}
+	ch := f.watch(f.prefix, last)
+
+	wantGone := map[string]string{created: "c", updated: "u2"}
+	deadline := time.After(expiryTimeout)
+	for len(wantGone) > 0 {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				f.Fatal("watch channel closed, want the expired keys' deletions")
+			}
+			if r.Err != nil {
+				f.Fatalf("watch error %v, want the expired keys' deletions", r.Err)
+			}
+			if r.Event.Key == "" {
+				continue // a progress notification
+			}
+			ev := r.Event
+			want, ok := wantGone[ev.Key]
+			if !ok || ev.Type != storage.EventDelete {
+				f.Fatalf("watch event %v %q (value %q), want only the deletions of %v", ev.Type, ev.Key, ev.Value, wantGone)
+			}
+			if ev.Revision <= last || ev.Value != nil || string(ev.PrevValue) != want {
+				f.Fatalf("deletion of %q: revision %d value %q prev %q, want revision > %d, no value, prev %q",
+					ev.Key, ev.Revision, ev.Value, ev.PrevValue, last, want)
+			}
+			delete(wantGone, ev.Key)
+		case <-deadline:
+			f.Fatalf("keys written with a TTL of %v still not deleted after %v: %v", shortTTL, expiryTimeout, wantGone)
+		}
+	}
+	f.expectNotFound(created)
+	f.expectNotFound(updated)
+	f.expectKV("Get(keep)", f.get(keep), keep, "k", 0, 0)
+	f.expectKV("Get(permanent)", f.get(permanent), permanent, "p2", 0, 0)
+	if res := f.list(f.prefix, storage.ListOptions{}); !slices.Equal(keysOf(res.Items), []string{keep, permanent}) {
+		f.Fatalf("List after expiry = %q, want %q", keysOf(res.Items), []string{keep, permanent})
 	}
 }

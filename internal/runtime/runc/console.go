@@ -130,9 +130,12 @@ type ptyStdin struct{ f *os.File }
 
 func (p ptyStdin) Write(b []byte) (int, error) { return p.f.Write(b) }
 
+// Close writes the ^D from a goroutine of its own: the hub closes stdin under its lock, and a
+// terminal whose input nobody reads (a process that holds it and never reads) would block the
+// write. The goroutine ends with the write, or with the shim.
 func (p ptyStdin) Close() error {
-	_, err := p.f.Write([]byte{4})
-	return err
+	go func() { _, _ = p.f.Write([]byte{4}) }()
+	return nil
 }
 
 // setTermSize sets a terminal's size (zero sizes are left alone).

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -62,6 +63,7 @@ type controlPlaneFlags struct {
 	serviceIPRange, nodePortRange                   string
 	port, traceCapacity, gcPercent                  int
 	controllers, componentsOverTLS                  bool
+	eventTTL                                        time.Duration
 	node                                            nodeFlags
 }
 
@@ -123,6 +125,7 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports, FROM-TO inclusive")
 	cmd.Flags().IntVar(&f.traceCapacity, "trace-capacity", trace.DefaultCapacity, "trace records the API server keeps per resource for kubette trace and the /ui/ page; 0 turns tracing off")
 	cmd.Flags().BoolVar(&f.componentsOverTLS, "components-over-tls", false, "components in this process (controllers, scheduler, kubelet, proxy, DNS, ingress) reach the API server over HTTPS with client certificates, as separate processes do; by default they call its handler in-process, skipping TLS and HTTP/2 on both ends")
+	cmd.Flags().DurationVar(&f.eventTTL, "event-ttl", time.Hour, "how long an Event lives after its last write, as upstream's --event-ttl: etcd deletes it then (through leases shared by the Events of a minute); 0 keeps Events until they are deleted")
 	cmd.Flags().IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, "Go garbage collector target (as GOGC): heap growth in percent over the live heap before a collection; higher spends less CPU on collection and more memory; negative turns collection off. Without the flag, a GOGC environment variable wins")
 }
 
@@ -150,7 +153,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		Config: controlplane.Config{
 			DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
 			ServiceClusterIPRange: f.serviceIPRange, ServiceNodePortRange: f.nodePortRange,
-			TraceCapacity: f.traceCapacity, ComponentsOverTLS: f.componentsOverTLS,
+			TraceCapacity: f.traceCapacity, ComponentsOverTLS: f.componentsOverTLS, EventTTL: f.eventTTL,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		},
 		ControllerManager: f.controllers,
@@ -162,6 +165,9 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	}
 	if f.traceCapacity <= 0 {
 		cfg.TraceCapacity = -1 // off
+	}
+	if f.eventTTL < 0 {
+		return cluster.Config{}, fmt.Errorf("--event-ttl: %v is negative", f.eventTTL)
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")

@@ -28,20 +28,34 @@ type benchServer struct {
 	// client speaks protobuf, as the controllers, the scheduler and the kubelet do.
 	client kubernetes.Interface
 	hs     *httptest.Server
+	// etcd is the embedded etcd the server stores into, through store.
+	etcd  *etcd.Embedded
+	store *etcd.Store
 }
 
 func startBenchServer(ctx context.Context, b *testing.B) *benchServer {
 	b.Helper()
-	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: b.TempDir()})
+	return startServer(ctx, b, Config{}, etcd.EmbeddedConfig{})
+}
+
+// startServer is startBenchServer with a configuration of the server (its Store is set
+// here) and of the embedded etcd (its DataDir too), for tests as well as benchmarks.
+func startServer(ctx context.Context, b testing.TB, cfg Config, ecfg etcd.EmbeddedConfig) *benchServer {
+	b.Helper()
+	ecfg.DataDir = b.TempDir()
+	e, err := etcd.StartEmbedded(ctx, ecfg)
 	if err != nil {
 		b.Fatalf("start etcd: %v", err)
 	}
 	b.Cleanup(func() { e.Close() })
+	s := &benchServer{}
 	st, err := e.InProcessStore()
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(ctx, Config{Store: st})
+	s.etcd, s.store = e, st
+	cfg.Store = st
+	srv, err := New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,10 +69,11 @@ func startBenchServer(ctx context.Context, b *testing.B) *benchServer {
 	hs.EnableHTTP2 = true
 	hs.StartTLS()
 	b.Cleanup(hs.Close)
-	cfg := &rest.Config{Host: hs.URL, QPS: -1, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	pb := rest.CopyConfig(cfg)
+	rcfg := &rest.Config{Host: hs.URL, QPS: -1, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	pb := rest.CopyConfig(rcfg)
 	pb.ContentType, pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"
-	return &benchServer{url: hs.URL, cfg: cfg, client: kubernetes.NewForConfigOrDie(pb), hs: hs}
+	s.url, s.cfg, s.client, s.hs = hs.URL, rcfg, kubernetes.NewForConfigOrDie(pb), hs
+	return s
 }
 
 // drainWatch opens a watch on path that reads the stream in accept's encoding

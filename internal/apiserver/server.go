@@ -58,6 +58,10 @@ type Config struct {
 	// TraceCapacity is how many trace records each resource keeps for `kubette trace`
 	// and the /ui/ page (0: trace.DefaultCapacity); negative turns tracing off.
 	TraceCapacity int
+	// EventTTL is how long an Event lives after its last write (upstream's --event-ttl,
+	// whose default is 1h): the store deletes it then, and watchers see it deleted.
+	// 0 keeps Events until they are deleted.
+	EventTTL time.Duration
 }
 
 // Server is the API server's request handling. Create it with New and serve Handler().
@@ -73,6 +77,9 @@ type Server struct {
 	metrics *metrics
 	svc     *serviceAllocators
 	tracer  *tracer // nil when tracing is off
+	// eventTTL are the store options of a write of a resource that expires with the
+	// event TTL (nil when Events do not expire); built once, so writes pass it as is.
+	eventTTL []storage.WriteOption
 
 	nsDeleted deletedNamespaces
 
@@ -91,6 +98,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.EventTTL < 0 {
+		return nil, fmt.Errorf("apiserver: negative event TTL %v", cfg.EventTTL)
+	}
 	scheme, err := registry.NewScheme()
 	if err != nil {
 		return nil, err
@@ -99,6 +109,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, scheme: scheme, codecs: newCodecs(scheme),
 		table: registry.NewTable(registry.Builtin()), caches: map[string]*watchcache.Cache{},
 		readyCh: make(chan struct{}),
+	}
+	if cfg.EventTTL > 0 {
+		s.eventTTL = []storage.WriteOption{storage.WithTTL(cfg.EventTTL)}
 	}
 	if s.svc, err = newServiceAllocators(cfg); err != nil {
 		return nil, err
@@ -152,6 +165,15 @@ func (s *Server) ready() bool {
 }
 
 func (s *Server) cacheFor(r *registry.Resource) *watchcache.Cache { return s.caches[r.Prefix("")] }
+
+// storeOptions are the options of every store write of an object of r: the event TTL
+// for the resources that expire with it, as upstream applies it on each write.
+func (s *Server) storeOptions(r *registry.Resource) []storage.WriteOption {
+	if r.ExpiresWithEventTTL {
+		return s.eventTTL
+	}
+	return nil
+}
 
 // Scheme returns the server's scheme.
 func (s *Server) Scheme() *runtime.Scheme { return s.scheme }

@@ -155,7 +155,7 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	rev, err := s.cfg.Store.Create(ctx, r.Key(m.GetNamespace(), m.GetName()), data)
+	rev, err := s.cfg.Store.Create(ctx, r.Key(m.GetNamespace(), m.GetName()), data, s.storeOptions(r)...)
 	if err != nil {
 		return nil, s.storageError(r, m.GetName(), err)
 	}
@@ -352,7 +352,7 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 				finishAlloc(false)
 				return nil, false, apierrors.NewInternalError(eerr)
 			}
-			rev, uerr := s.cfg.Store.Update(ctx, key, data, curRev)
+			rev, uerr := s.cfg.Store.Update(ctx, key, data, curRev, s.storeOptions(r)...)
 			finishAlloc(uerr == nil)
 			if uerr == nil {
 				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
@@ -793,7 +793,7 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		if err != nil {
 			return nil, false, apierrors.NewInternalError(err)
 		}
-		nrev, err := s.cfg.Store.Update(ctx, key, data, rev)
+		nrev, err := s.cfg.Store.Update(ctx, key, data, rev, s.storeOptions(r)...)
 		if errors.Is(err, storage.ErrConflict) {
 			continue
 		}

@@ -72,6 +72,9 @@ type Config struct {
 	// TraceCapacity is how many trace records the API server keeps per resource for
 	// `kubette trace` and the /ui/ page (0: the default, 10000); negative turns tracing off.
 	TraceCapacity int
+	// EventTTL is how long an Event lives after its last write (`--event-ttl`, whose
+	// default is 1h as upstream's); 0 keeps Events until they are deleted.
+	EventTTL time.Duration
 	// ComponentsOverTLS makes ComponentConfig return configurations that reach the API
 	// server over HTTPS with client certificates, as separate processes do. Unset, the
 	// components of this process call the API server's handler in-process (see package
@@ -195,7 +198,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 
 	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout,
 		ServiceClusterIPRange: serviceIPs, ServiceNodePortRange: nodePorts, ServiceRepairInterval: cfg.ServiceRepairInterval,
-		TraceCapacity:    cfg.TraceCapacity,
+		TraceCapacity: cfg.TraceCapacity, EventTTL: cfg.EventTTL,
 		KubeletClientTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		sr.stop()

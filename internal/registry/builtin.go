@@ -105,7 +105,7 @@ func Builtin() []*Resource {
 		},
 		{
 			GroupVersion: coreV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,
-			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", AllowCreateOnUpdate: true,
+			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", AllowCreateOnUpdate: true, ExpiresWithEventTTL: true,
 			New: func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} },
 			Fields: eventFields,
 		},
@@ -149,7 +149,8 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: eventsV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,
 			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", StorageVersion: coreV1, AllowCreateOnUpdate: true,
-			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
+			ExpiresWithEventTTL: true,
+			New:                 func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
 			Fields: eventFields,
 		},
 		{

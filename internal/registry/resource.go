@@ -44,6 +44,10 @@ type Resource struct {
 	// ReturnDeletedObject answers an immediate DELETE with the deleted object instead of a
 	// Success Status, as upstream's stores for pods, services, namespaces and serviceaccounts.
 	ReturnDeletedObject bool
+	// ExpiresWithEventTTL makes every write of an object (create, update, patch, the
+	// marking for deletion) expire it after the API server's event TTL, as upstream's
+	// --event-ttl does for both Event APIs, which share one storage.
+	ExpiresWithEventTTL bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
 	// New returns an empty object; NewList an empty list.

@@ -41,3 +41,24 @@ func TestSelectableFields(t *testing.T) {
 		t.Error("scheduler's selector does not match the running pod")
 	}
 }
+
+// TestEventTTLPerStorage checks that resources sharing a storage prefix agree on
+// expiring with the event TTL (one write path must not make another's objects
+// permanent), and that exactly the Event storage expires.
+func TestEventTTLPerStorage(t *testing.T) {
+	byPrefix := map[string]bool{}
+	for _, r := range Builtin() {
+		if r.Virtual {
+			continue
+		}
+		if prev, ok := byPrefix[r.StoragePrefix]; ok && prev != r.ExpiresWithEventTTL {
+			t.Errorf("%s %s: ExpiresWithEventTTL %v differs from another resource stored under %s", r.GroupVersion, r.Plural, r.ExpiresWithEventTTL, r.StoragePrefix)
+		}
+		byPrefix[r.StoragePrefix] = r.ExpiresWithEventTTL
+	}
+	for prefix, expires := range byPrefix {
+		if expires != (prefix == "/registry/events") {
+			t.Errorf("%s: ExpiresWithEventTTL %v, want it on the Event storage only", prefix, expires)
+		}
+	}
+}

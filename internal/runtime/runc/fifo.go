@@ -53,10 +53,15 @@ func (r *Runtime) startByFifo(ctx context.Context, id string, pid int) error {
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Now()) })
 	defer stop()
 	buf := make([]byte, 16)
+	got := false
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			break // the init wrote its byte: it execs the process now
+			got = true // the init wrote its byte; it closes the FIFO when it execs
+			continue
+		}
+		if got && (err == nil || errors.Is(err, io.EOF)) {
+			break // the writer is gone: the init has exec'd the process, as `runc start` waits for
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			// Nothing was read: the init still waits, and `runc start` can start it.

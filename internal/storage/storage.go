@@ -89,6 +89,11 @@ type Event struct {
 	Revision int64
 	// Created reports that an EventPut created the key.
 	Created bool
+	// More reports that the next result of the watch is another event of the same revision:
+	// one write changed several keys (the expiry of a lease shared by keys written with
+	// WithTTL deletes them all at once). A consumer that tracks revisions applies the
+	// events of a revision together.
+	More bool
 }
 
 // WatchResult is an item on a watch channel: either an Event or a terminal error.

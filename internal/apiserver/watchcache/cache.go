@@ -187,6 +187,8 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 
 	ticker := time.NewTicker(c.cfg.BookmarkInterval)
 	defer ticker.Stop()
+	// group holds the decoded events of a revision whose last event has not come yet.
+	var group []Event
 	for {
 		select {
 		case <-ctx.Done():
@@ -204,9 +206,20 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 				c.progress(r.ProgressRevision)
 				continue
 			}
-			if err := c.apply(r.Event); err != nil {
+			ev, err := c.decode(r.Event)
+			if err != nil {
 				c.cfg.Logger.Error("watch cache: undecodable event skipped", "key", r.Event.Key, "err", err)
+			} else {
+				group = append(group, ev)
 			}
+			if r.Event.More {
+				continue
+			}
+			if len(group) > 0 {
+				c.apply(group)
+			}
+			clear(group)
+			group = group[:0]
 		}
 	}
 }
@@ -229,7 +242,9 @@ func (c *Cache) replace(items map[string]runtime.Object, rev int64) {
 	}
 }
 
-func (c *Cache) apply(se storage.Event) error {
+// decode turns a change from the store into a cache event, against the cache's current
+// copy of the key (the events of one revision touch distinct keys).
+func (c *Cache) decode(se storage.Event) (Event, error) {
 	ev := Event{Key: se.Key, Revision: se.Revision, enc: &encodings{}}
 	c.mu.RLock()
 	prev := c.items[se.Key]
@@ -238,7 +253,7 @@ func (c *Cache) apply(se storage.Event) error {
 	case storage.EventPut:
 		obj, err := c.cfg.Decode(se.Key, se.Value, se.Revision)
 		if err != nil {
-			return err
+			return Event{}, err
 		}
 		ev.Object, ev.PrevObject = obj, prev
 		ev.Type = watch.Modified
@@ -255,29 +270,38 @@ func (c *Cache) apply(se storage.Event) error {
 		}
 		if err != nil || obj == nil {
 			if prev == nil {
-				return fmt.Errorf("delete of unknown key: %w", err)
+				return Event{}, fmt.Errorf("delete of unknown key: %w", err)
 			}
 			obj = prev
 		}
 		ev.Type, ev.Object, ev.PrevObject = watch.Deleted, obj, prev
 	}
+	return ev, nil
+}
 
+// apply installs the events of one revision at once (one, or several when one write
+// changed several keys, as a lease's expiry does): no list, consistent read or new
+// watcher sees the revision half applied.
+func (c *Cache) apply(group []Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if se.Type == storage.EventDelete {
-		delete(c.items, se.Key)
-	} else {
-		c.items[se.Key] = ev.Object
+	for _, ev := range group {
+		if ev.Type == watch.Deleted {
+			delete(c.items, ev.Key)
+		} else {
+			c.items[ev.Key] = ev.Object
+		}
+		// The window keeps the event without its serialisations: they live only as long as
+		// the watchers that were sent the event hold it, not for the window's whole span.
+		kept := ev
+		kept.enc = nil
+		c.push(kept)
 	}
-	// The window keeps the event without its serialisations: they live only as long as
-	// the watchers that were sent the event hold it, not for the window's whole span.
-	kept := ev
-	kept.enc = nil
-	c.push(kept)
-	c.rev = se.Revision
+	c.rev = group[len(group)-1].Revision
 	c.advanced()
-	c.dispatch(ev)
-	return nil
+	for _, ev := range group {
+		c.dispatch(ev)
+	}
 }
 
 func (c *Cache) push(ev Event) {

@@ -1018,3 +1018,83 @@ func TestPeek(t *testing.T) {
 		t.Fatal("Peek found a key never written")
 	}
 }
+
+// gatedStore is the fixture's store whose watch is a channel the test feeds by hand.
+type gatedStore struct {
+	*etcd.Store
+	ch chan storage.WatchResult
+}
+
+// Watch returns the test's channel.
+func (g *gatedStore) Watch(context.Context, string, int64) (<-chan storage.WatchResult, error) {
+	return g.ch, nil
+}
+
+// TestRevisionAppliedWhole feeds the cache the deletions of three keys at one revision
+// (as a lease's expiry sends them, More on all but the last) and checks that neither a
+// list nor the revision shows the revision half applied, and that a watcher gets all
+// three deletions.
+func TestRevisionAppliedWhole(t *testing.T) {
+	f := newFixture(t)
+	names := []string{"a", "b", "c"}
+	var last int64
+	for _, n := range names {
+		last = f.put("ns", n, nil, "1")
+	}
+	g := &gatedStore{Store: f.store, ch: make(chan storage.WatchResult)} // unbuffered: a send returns once the cache took the previous one
+	c := New(Config{Prefix: f.prefix, Store: g, Decode: decodeConfigMap, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	wctx, wcancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer wcancel()
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	r := &running{Cache: c}
+	w := f.watch(r, WatchOptions{Prefix: f.prefix, AfterRevision: last})
+
+	rev := last + 1
+	send := func(n string, more bool) {
+		t.Helper()
+		prev, err := json.Marshal(configMap("ns", n, nil, "1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case g.ch <- storage.WatchResult{Event: storage.Event{Type: storage.EventDelete, Key: f.key("ns", n), PrevValue: prev, Revision: rev, More: more}}:
+		case <-time.After(waitTimeout):
+			t.Fatalf("the cache did not take the deletion of %s within %v", n, waitTimeout)
+		}
+	}
+	check := func(what string) {
+		t.Helper()
+		objs, listRev, err := c.List(t.Context(), f.prefix, nil)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if len(objs) != 3 || listRev != last || c.Revision() != last {
+			t.Fatalf("%s: list of %v at revision %d (cache at %d), want all three at %d", what, keysOf(objs), listRev, c.Revision(), last)
+		}
+	}
+	send("a", true)
+	send("b", true) // returns once the cache has taken a's deletion in
+	check("after the first of three deletions")
+	send("c", false) // returns once the cache has taken b's deletion in
+	check("after the second of three deletions")
+	f.waitRev(r, rev)
+	if objs, listRev, err := c.List(t.Context(), f.prefix, nil); err != nil || len(objs) != 0 || listRev != rev {
+		t.Fatalf("List after the revision: %v at %d (%v), want none at %d", keysOf(objs), listRev, err, rev)
+	}
+	f.expect(w,
+		ev(watch.Deleted, "ns/a", "1", rev, rev),
+		ev(watch.Deleted, "ns/b", "1", rev, rev),
+		ev(watch.Deleted, "ns/c", "1", rev, rev))
+}

@@ -294,11 +294,36 @@ func TestStoreTTLLeases(t *testing.T) {
 	if ttl.GrantedTTL != 3660 {
 		t.Fatalf("granted TTL %d s, want 3660 (1 h plus the 60 s reuse window)", ttl.GrantedTTL)
 	}
-	// Revoking the lease deletes its keys; the next write finds the cached lease gone,
-	// and gets a new one instead of failing.
+	// Revoking the lease deletes its keys in one revision: a watch gets them together,
+	// each but the last marked More.
+	ch, err := s.Watch(ctx, prefix, 0)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
 	if _, err := s.Client().Revoke(ctx, lease); err != nil {
 		t.Fatalf("Revoke: %v", err)
 	}
+	var deletes []storage.Event
+	for len(deletes) < 5 {
+		select {
+		case r := <-ch:
+			if r.Err != nil {
+				t.Fatalf("watch: %v", r.Err)
+			}
+			if r.Event.Key != "" {
+				deletes = append(deletes, r.Event)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("watch: %d deletions after the revoke, want 5", len(deletes))
+		}
+	}
+	for i, ev := range deletes {
+		if ev.Type != storage.EventDelete || ev.Revision != deletes[0].Revision || ev.More != (i < 4) {
+			t.Fatalf("deletion %d: %v %s revision %d More %v; want deletions at one revision, More on all but the last",
+				i, ev.Type, ev.Key, ev.Revision, ev.More)
+		}
+	}
+	// The next write finds the cached lease gone, and gets a new one instead of failing.
 	if n, err := s.Count(ctx, prefix); err != nil || n != 1 {
 		t.Fatalf("Count after revoke = %d, %v; want 1 (plain)", n, err)
 	}

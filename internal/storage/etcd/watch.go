@@ -101,10 +101,12 @@ func translateWatchResponse(wr clientv3.WatchResponse) ([]storage.WatchResult, e
 		return []storage.WatchResult{{ProgressRevision: wr.Header.Revision}}, nil
 	}
 	results := make([]storage.WatchResult, 0, len(wr.Events))
-	for _, ev := range wr.Events {
+	for i, ev := range wr.Events {
 		e := storage.Event{
 			Key:      string(ev.Kv.Key),
 			Revision: ev.Kv.ModRevision,
+			// etcd sends the events of one revision in one response (no fragmenting).
+			More: i+1 < len(wr.Events) && wr.Events[i+1].Kv.ModRevision == ev.Kv.ModRevision,
 		}
 		if ev.PrevKv != nil {
 			e.PrevValue = ev.PrevKv.Value

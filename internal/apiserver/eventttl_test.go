@@ -145,7 +145,8 @@ func lenOrZero(l *corev1.EventList) int {
 
 // TestEventTTLLeases checks the leases behind the TTL in etcd: every write of an Event
 // (create, update, patch, marking for deletion) carries one lease of the TTL plus the
-// 60 s reuse window, shared by all; other kinds carry none; EventTTL 0 attaches none.
+// 60 s reuse window, shared by all; other kinds carry none; and the end of the lease
+// deletes the Events together.
 func TestEventTTLLeases(t *testing.T) {
 	ctx := t.Context()
 	s := startServer(ctx, t, Config{EventTTL: time.Hour}, etcd.EmbeddedConfig{UnsafeNoFsync: true})
@@ -212,6 +213,49 @@ func TestEventTTLLeases(t *testing.T) {
 	// 3 creates, an update, 2 patches, the mark: 7 writes, one grant.
 	if st := s.store.LeaseStats(); st.Grants != 1 || st.Reuses != 6 {
 		t.Errorf("lease stats %+v, want 1 grant and 6 reuses", st)
+	}
+
+	// The lease's end (revoked here rather than waited for) deletes the three Events in
+	// one etcd revision: a watch through client-go sees each, LIST none, the ConfigMap stays.
+	list, err := core.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	w, err := core.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch events: %v", err)
+	}
+	defer w.Stop()
+	if _, err := cl.Revoke(ctx, shared); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	gone := map[string]bool{"a": true, "b": true, "c": true}
+	var revs []string
+	deadline := time.After(expiryTimeout)
+	for len(gone) > 0 {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch ended; still waiting for the deletion of %v", gone)
+			}
+			ev, isEvent := e.Object.(*corev1.Event)
+			if e.Type != watch.Deleted || !isEvent || !gone[ev.Name] {
+				t.Fatalf("watch event %s %#v, want the deletions of %v", e.Type, e.Object, gone)
+			}
+			delete(gone, ev.Name)
+			revs = append(revs, ev.ResourceVersion)
+		case <-deadline:
+			t.Fatalf("no deletion of %v within %v of the revoke", gone, expiryTimeout)
+		}
+	}
+	if revs[0] != revs[1] || revs[1] != revs[2] {
+		t.Errorf("deletions at resource versions %v, want one (one etcd revision)", revs)
+	}
+	if l, err := core.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("LIST events after the lease ended: %d items, %v; want none", lenOrZero(l), err)
+	}
+	if _, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, "cm", metav1.GetOptions{}); err != nil {
+		t.Errorf("GET the ConfigMap after the lease ended: %v", err)
 	}
 }
 

@@ -2,7 +2,7 @@
 // pod's create request to the watch event that shows it Running, for pods whose image is
 // already on the node, one at a time and then several at a time.
 //
-//	go build -o /tmp/ ./cmd/kubette ./internal/runtime/runc/kubette-shim
+//	go build -o /tmp/ ./cmd/kubette ./cmd/kubette-shim
 //	sudo /tmp/kubette up --data-dir /tmp/kb --port 16443 &
 //	go run ./bench/podstartup --kubeconfig /tmp/kb/admin.kubeconfig --kubette /tmp/kubette --data-dir /tmp/kb
 //

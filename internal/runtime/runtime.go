@@ -40,7 +40,7 @@ var (
 type Config struct {
 	DataDir       string   // default /var/lib/kubette
 	Runc          string   // runc binary; default "runc"
-	Shim          []string // argv that starts the shim; default {os.Executable(), "shim"}
+	Shim          []string // argv that starts the shim; default: kubette-shim beside the executable (when it speaks runc.ShimProtocol), else {os.Executable(), "shim"}
 	CNIPluginDirs []string // default {"/usr/lib/cni", "/opt/cni/bin"}
 	Bridge        string   // default "kubette0"
 	// Version is the binary's version that CRI Version reports (an addition to the

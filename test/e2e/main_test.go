@@ -58,7 +58,8 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// buildKubette builds ./cmd/kubette of the module two levels up into dir.
+// buildKubette builds ./cmd/kubette of the module two levels up into dir, with the runtime's
+// small shim binary (./cmd/kubette-shim) beside it, as the README's first command does.
 func buildKubette(dir string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -71,11 +72,11 @@ func buildKubette(dir string) (string, error) {
 	}
 	bin := filepath.Join(dir, "kubette")
 	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubette")
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/kubette", "./cmd/kubette-shim")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/kubette in %s: %v\n%s", root, err, out)
+		return "", fmt.Errorf("go build ./cmd/kubette ./cmd/kubette-shim in %s: %v\n%s", root, err, out)
 	}
 	fmt.Fprintf(os.Stderr, "e2e: built %s in %s\n", bin, time.Since(start).Round(time.Millisecond))
 	return bin, nil

@@ -3,6 +3,7 @@ package runc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,19 +31,29 @@ const shimGCEnv = "KUBETTE_SHIM_GC"
 // for it.
 const ShimEnv = "KUBETTE_SHIM"
 
-// ShimBinary is the file name of the shim's own small binary (built from
-// internal/runtime/runc/kubette-shim). When it lies beside the running executable, the
-// Runtime starts it instead of `kubette shim`: the kubette binary links the whole cluster,
-// and starting it (the Go runtime and the package initialisation of hundreds of packages)
-// costs ~20 ms of CPU against ~2 ms for the small binary, once per container.
+// ShimBinary is the file name of the shim's own small binary (built from cmd/kubette-shim).
+// When it lies beside the running executable and speaks ShimProtocol, the Runtime starts it
+// instead of `kubette shim`: the kubette binary links the whole cluster, and starting it (the
+// Go runtime and the package initialisation of hundreds of packages) costs ~20 ms of CPU
+// against ~2 ms for the small binary, once per container.
 const ShimBinary = "kubette-shim"
 
+// ShimProtocol names the contract between the runtime and its shim: flags, environment,
+// file descriptors, files in the container directory, attach.sock's framing. Change it with
+// any of them, so that a stale kubette-shim beside a newer kubette is not used.
+const ShimProtocol = "kubette-shim/2"
+
 // defaultShim is the argv of the shim for the executable exe: ShimBinary beside exe when it
-// is there, else `exe shim`.
+// is there and answers `-protocol` with ShimProtocol, else `exe shim`.
 func defaultShim(exe string) []string {
 	small := filepath.Join(filepath.Dir(exe), ShimBinary)
 	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-		return []string{small}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, small, "-protocol").Output()
+		if err == nil && strings.TrimSpace(string(out)) == ShimProtocol {
+			return []string{small}
+		}
 	}
 	return []string{exe, "shim"}
 }
@@ -104,8 +115,13 @@ func ShimMain(args []string) int {
 	fs.StringVar(&a.logPath, "log", "", "container log file (CRI format)")
 	fs.BoolVar(&a.detached, "detached", false, "internal: already re-executed in its own session")
 	pooled := fs.Bool("pooled", false, "internal: started ahead; the container (id, bundle, log) comes as JSON on fd 4")
+	protocol := fs.Bool("protocol", false, "print the protocol this shim speaks (ShimProtocol) and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *protocol {
+		fmt.Println(ShimProtocol)
+		return 0
 	}
 	ready := os.NewFile(3, "ready")
 	if *pooled {

@@ -2,8 +2,10 @@ package runc
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,8 +25,32 @@ func TestDefaultShim(t *testing.T) {
 	if err := os.Chmod(small, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if got, want := defaultShim(exe), []string{exe, "shim"}; !slices.Equal(got, want) {
+		t.Errorf("with a %s that answers no protocol: %q, want %q", ShimBinary, got, want)
+	}
+	if err := os.WriteFile(small, []byte("#!/bin/sh\necho kubette-shim/0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := defaultShim(exe), []string{exe, "shim"}; !slices.Equal(got, want) {
+		t.Errorf("with a stale %s: %q, want %q", ShimBinary, got, want)
+	}
+	if err := os.WriteFile(small, []byte("#!/bin/sh\n[ \"$1\" = -protocol ] && echo "+ShimProtocol+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if got, want := defaultShim(exe), []string{small}; !slices.Equal(got, want) {
 		t.Errorf("with %s beside: %q, want %q", ShimBinary, got, want)
+	}
+}
+
+func TestShimAnswersItsProtocol(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), ShimBinary)
+	build := exec.Command("go", "build", "-o", bin, "github.com/kubette/kubette/cmd/kubette-shim")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", ShimBinary, err, out)
+	}
+	out, err := exec.Command(bin, "-protocol").Output()
+	if err != nil || strings.TrimSpace(string(out)) != ShimProtocol {
+		t.Fatalf("%s -protocol = %q, %v; want %q", ShimBinary, out, err, ShimProtocol)
 	}
 }
 

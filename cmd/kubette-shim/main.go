@@ -3,7 +3,11 @@
 // start costs a tenth of the CPU of the kubette binary's. Install it beside kubette and the
 // runtime starts it for every container:
 //
-//	go build -o /usr/local/bin/ ./cmd/kubette ./internal/runtime/runc/kubette-shim
+//	go build -o /usr/local/bin/ ./cmd/kubette ./cmd/kubette-shim
+//
+// A kubette-shim of another protocol than the runtime's (a stale copy beside a newer
+// kubette) is not used: the runtime asks it for its protocol first and falls back to
+// `kubette shim`.
 package main
 
 import (

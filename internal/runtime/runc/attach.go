@@ -400,24 +400,12 @@ func (r *Runtime) Attach(ctx context.Context, id string, o AttachOptions) error 
 		done := make(chan struct{})
 		defer close(done)
 		fw := &frameWriter{w: conn}
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				case sz, ok := <-o.Resize:
-					if !ok {
-						return
-					}
-					var p [4]byte
-					binary.BigEndian.PutUint16(p[0:2], sz.Width)
-					binary.BigEndian.PutUint16(p[2:4], sz.Height)
-					if fw.write(inputResize, p[:]) != nil {
-						return
-					}
-				}
-			}
-		}()
+		go forEachResize(done, o.Resize, func(sz TermSize) error {
+			var p [4]byte
+			binary.BigEndian.PutUint16(p[0:2], sz.Width)
+			binary.BigEndian.PutUint16(p[2:4], sz.Height)
+			return fw.write(inputResize, p[:])
+		})
 		if o.Stdin != nil {
 			go func() {
 				buf := make([]byte, 32<<10)
@@ -491,4 +479,19 @@ func (f *frameWriter) write(kind byte, p []byte) error {
 	defer f.mu.Unlock()
 	_, err := f.w.Write(frame)
 	return err
+}
+
+// forEachResize hands each terminal size from sizes to apply, until sizes is closed, done
+// is closed or apply fails: the resize loop of exec and attach sessions.
+func forEachResize(done <-chan struct{}, sizes <-chan TermSize, apply func(TermSize) error) {
+	for {
+		select {
+		case <-done:
+			return
+		case sz, ok := <-sizes:
+			if !ok || apply(sz) != nil {
+				return
+			}
+		}
+	}
 }

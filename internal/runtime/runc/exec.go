@@ -214,17 +214,10 @@ func (r *Runtime) runTTY(ctx context.Context, c *exec.Cmd, p execFiles, o Stream
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-done:
-					return
-				case sz, ok := <-o.Resize:
-					if !ok {
-						return
-					}
-					_ = pty.Setsize(master, &pty.Winsize{Cols: sz.Width, Rows: sz.Height})
-				}
-			}
+			forEachResize(done, o.Resize, func(sz TermSize) error {
+				_ = pty.Setsize(master, &pty.Winsize{Cols: sz.Width, Rows: sz.Height})
+				return nil // a size the terminal refused does not end the session
+			})
 		}()
 	}
 	if o.Stdin != nil {

@@ -84,7 +84,12 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Fatalf("timed out waiting for %s: %s", what, last)
 }
 
-func TestRuntimeEndToEnd(t *testing.T) {
+// startRealRuntime runs a runtime on the real runc and CNI plugins for a test (root only),
+// with cfg's Bridge, Version, Client and NodeName, a short data directory named after prefix
+// (the socket path is limited) and the pod range podCIDR. At the end it is stopped, taken down
+// with Down and checked to have left nothing behind.
+func startRealRuntime(t *testing.T, prefix, podCIDR string, cfg Config) *runtimeUnderTest {
+	t.Helper()
 	needs.Root(t)
 	runcBin := needs.Binary(t, "runc", "runc")
 	pluginDir := needs.CNIPlugins(t)
@@ -92,16 +97,12 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := testimage.Registry(t)
-	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
-	testimage.Push(t, registry, "http:v1", testimage.HTTPServer(t))
-
-	dataDir, err := os.MkdirTemp("", "kcri") // short: the socket path is limited
+	dataDir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runtimeUnderTest{t: t, cfg: Config{DataDir: dataDir, Runc: runcBin, Shim: []string{exe},
-		CNIPluginDirs: []string{pluginDir}, Bridge: "kcri0", Version: "v-test"}}
+	cfg.DataDir, cfg.Runc, cfg.Shim, cfg.CNIPluginDirs = dataDir, runcBin, []string{exe}, []string{pluginDir}
+	r := &runtimeUnderTest{t: t, cfg: cfg}
 	t.Cleanup(func() {
 		r.stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -109,23 +110,33 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		if err := Down(ctx, r.cfg); err != nil {
 			t.Errorf("Down: %v", err)
 		}
-		checkNothingLeft(t, dataDir, runcBin, "kcri0")
+		checkNothingLeft(t, dataDir, runcBin, cfg.Bridge)
 		if err := os.RemoveAll(dataDir); err != nil {
 			t.Errorf("remove data dir: %v", err)
 		}
 	})
 	r.start()
+	if _, err := r.rs.UpdateRuntimeConfig(callCtx(t), &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
+		// Pod ranges of tests stay out of the service range 10.96.0.0/12 and the cluster range
+		// 10.244.0.0/16: a kubette proxy running on this machine (an e2e test's) rejects those.
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: podCIDR}}}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRuntimeEndToEnd(t *testing.T) {
+	needs.Root(t)
+	registry := testimage.Registry(t)
+	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
+	testimage.Push(t, registry, "http:v1", testimage.HTTPServer(t))
+	r := startRealRuntime(t, "kcri", "10.89.77.0/24", Config{Bridge: "kcri0", Version: "v-test"})
+	dataDir := r.cfg.DataDir
 	ctx := callCtx(t)
 
 	v, err := r.rs.Version(ctx, &runtimeapi.VersionRequest{})
 	if err != nil || v.RuntimeName != "kubette" || v.RuntimeVersion != "v-test" {
 		t.Fatalf("Version = %v, %v", v, err)
-	}
-	if _, err := r.rs.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
-		// Pod ranges of tests stay out of the service range 10.96.0.0/12 and the cluster range
-		// 10.244.0.0/16: a kubette proxy running on this machine (an e2e test's) rejects those.
-		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.89.77.0/24"}}}); err != nil {
-		t.Fatal(err)
 	}
 	st, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{})
 	if err != nil {

@@ -1,12 +1,9 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -22,39 +19,11 @@ import (
 // create, start with the init's pid, kill with the exit code, delete.
 func TestStepEventsOfARealPod(t *testing.T) {
 	needs.Root(t)
-	runcBin := needs.Binary(t, "runc", "runc")
-	pluginDir := needs.CNIPlugins(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	registry := testimage.Registry(t)
 	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
-	dataDir, err := os.MkdirTemp("", "kstp")
-	if err != nil {
-		t.Fatal(err)
-	}
 	client := fake.NewClientset()
-	r := &runtimeUnderTest{t: t, cfg: Config{DataDir: dataDir, Runc: runcBin, Shim: []string{exe},
-		CNIPluginDirs: []string{pluginDir}, Bridge: "kstp0", Version: "v-test", Client: client, NodeName: "node-s"}}
-	t.Cleanup(func() {
-		r.stop()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := Down(ctx, r.cfg); err != nil {
-			t.Errorf("Down: %v", err)
-		}
-		checkNothingLeft(t, dataDir, runcBin, "kstp0")
-		if err := os.RemoveAll(dataDir); err != nil {
-			t.Errorf("remove data dir: %v", err)
-		}
-	})
-	r.start()
+	r := startRealRuntime(t, "kstp", "10.89.78.0/24", Config{Bridge: "kstp0", Version: "v-test", Client: client, NodeName: "node-s"})
 	ctx := callCtx(t)
-	if _, err := r.rs.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
-		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: "10.89.78.0/24"}}}); err != nil {
-		t.Fatal(err)
-	}
 	image := registry + "/busybox:v1"
 	if _, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
 		t.Fatal(err)

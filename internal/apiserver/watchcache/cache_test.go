@@ -1030,13 +1030,14 @@ func (g *gatedStore) Watch(context.Context, string, int64) (<-chan storage.Watch
 	return g.ch, nil
 }
 
-// TestRevisionAppliedWhole feeds the cache the deletions of three keys at one revision
+// TestRevisionAppliedWhole feeds the cache the deletions of four keys at one revision
 // (as a lease's expiry sends them, More on all but the last) and checks that neither a
-// list nor the revision shows the revision half applied, and that a watcher gets all
-// three deletions.
+// list nor the revision shows the revision partly applied, and that a watcher gets all
+// four deletions. The channel is unbuffered: once a send returns, the cache has finished
+// with the event before, and works on the one sent, which applies nothing while More.
 func TestRevisionAppliedWhole(t *testing.T) {
 	f := newFixture(t)
-	names := []string{"a", "b", "c"}
+	names := []string{"a", "b", "c", "d"}
 	var last int64
 	for _, n := range names {
 		last = f.put("ns", n, nil, "1")
@@ -1080,15 +1081,16 @@ func TestRevisionAppliedWhole(t *testing.T) {
 		if err != nil {
 			t.Fatalf("List: %v", err)
 		}
-		if len(objs) != 3 || listRev != last || c.Revision() != last {
-			t.Fatalf("%s: list of %v at revision %d (cache at %d), want all three at %d", what, keysOf(objs), listRev, c.Revision(), last)
+		if len(objs) != 4 || listRev != last || c.Revision() != last {
+			t.Fatalf("%s: list of %v at revision %d (cache at %d), want all four at %d", what, keysOf(objs), listRev, c.Revision(), last)
 		}
 	}
 	send("a", true)
 	send("b", true) // returns once the cache has taken a's deletion in
 	check("after the first of three deletions")
-	send("c", false) // returns once the cache has taken b's deletion in
+	send("c", true) // returns once the cache has taken b's deletion in
 	check("after the second of three deletions")
+	send("d", false) // the last: the cache applies the four now
 	f.waitRev(r, rev)
 	if objs, listRev, err := c.List(t.Context(), f.prefix, nil); err != nil || len(objs) != 0 || listRev != rev {
 		t.Fatalf("List after the revision: %v at %d (%v), want none at %d", keysOf(objs), listRev, err, rev)
@@ -1096,5 +1098,6 @@ func TestRevisionAppliedWhole(t *testing.T) {
 	f.expect(w,
 		ev(watch.Deleted, "ns/a", "1", rev, rev),
 		ev(watch.Deleted, "ns/b", "1", rev, rev),
-		ev(watch.Deleted, "ns/c", "1", rev, rev))
+		ev(watch.Deleted, "ns/c", "1", rev, rev),
+		ev(watch.Deleted, "ns/d", "1", rev, rev))
 }

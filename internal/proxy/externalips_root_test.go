@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,17 +52,9 @@ func TestExternalIPsAndSourceRanges(t *testing.T) {
 	inNetns(t, node, "ip", "addr", "add", extIP+"/32", "dev", "lo")
 	inNetns(t, node, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1") // this namespace's own setting
 
-	var ln net.Listener
-	if err := inNetnsThread(pod, func() (err error) { ln, err = net.Listen("tcp", "10.244.1.5:8080"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	servePodHTTP(t, pod, "10.244.1.5:8080", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "served")
-	})}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close(); wg.Wait() })
+	})
 	t.Cleanup(func() {
 		if err := Cleanup(context.Background(), runner); err != nil {
 			t.Errorf("Cleanup: %v", err)
@@ -84,15 +74,8 @@ func TestExternalIPsAndSourceRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runProxy(t, p)
+	ctx := context.Background()
 	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
 	if err := p.Stats().LastError; err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,16 +55,28 @@ func startProxy(t *testing.T, client kubernetes.Interface, host Runner, minSync 
 	if err != nil {
 		t.Fatal(err)
 	}
+	runProxy(t, p)
+	return p
+}
+
+// runProxy runs p until stop is called or the test ends, whichever comes first; stop
+// waits for Run to return and reports its error.
+func runProxy(t *testing.T, p *Proxy) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return p
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // eventually polls cond for up to 30 s.
@@ -98,18 +111,13 @@ func TestGuardFirstHooksOnceAndStaleChainsRemoved(t *testing.T) {
 	}
 	client := fake.NewClientset(service("web", "10.96.0.10", 80), endpointSlice("web", "web-1", 8080, true, "10.244.1.5"))
 	for run := range 2 { // a restart must not duplicate anything
-		ctx, cancel := context.WithCancel(context.Background())
 		p, err := New(Options{Client: client, ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16", Iptables: host, Logger: quietLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- p.Run(ctx) }()
+		stop := runProxy(t, p)
 		eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if run == 0 {
 			host.mu.Lock()
 			first := host.restores[1]

@@ -44,28 +44,16 @@ func (r *recordingRunner) recorded() ([]string, [][]string) {
 	return append([]string(nil), r.restores...), append([][]string(nil), r.commands...)
 }
 
-// runProxy runs a proxy until stop (or the test's end) and waits for its
+// startSyncedProxy runs a proxy until stop (or the test's end) and waits for its
 // first sync.
-func runProxy(t *testing.T, client kubernetes.Interface, runner Runner) (p *Proxy, stop func()) {
+func startSyncedProxy(t *testing.T, client kubernetes.Interface, runner Runner) (p *Proxy, stop func()) {
 	t.Helper()
 	p, err := New(Options{Client: client, NodeName: "n1", ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16",
 		MinSyncPeriod: 10 * time.Millisecond, Iptables: runner, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = runProxy(t, p)
 	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
 	if err := p.Stats().LastError; err != nil {
 		t.Fatalf("first sync: %v", err)
@@ -98,11 +86,11 @@ func TestRestartWritesOnlyWhatChanged(t *testing.T) {
 		service("db", "10.96.0.11", 80), endpointSlice("db", "db-1", 5432, true, "10.244.1.7"),
 		local, localSlice,
 		service("empty", "10.96.0.20", 80))
-	_, stopFirst := runProxy(t, client, exec)
+	_, stopFirst := startSyncedProxy(t, client, exec)
 	stopFirst()
 
 	rec := &recordingRunner{Runner: exec}
-	p, stop := runProxy(t, client, rec)
+	p, stop := startSyncedProxy(t, client, rec)
 	stop()
 	restores, commands := rec.recorded()
 	// The guard goes in at start (without the Local DROP), so the full sync
@@ -128,7 +116,7 @@ func TestRestartWritesOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec = &recordingRunner{Runner: exec}
-	_, stop = runProxy(t, client, rec)
+	_, stop = startSyncedProxy(t, client, rec)
 	stop()
 	restores, _ = rec.recorded()
 	spn := "default/db:http"

@@ -195,15 +195,7 @@ func TestRealGuardRejectsUnroutedPodCIDR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runProxy(t, p)()
 	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
 	nc := func(addr string) (string, error) {
 		cmd := exec.Command("ip", "netns", "exec", netns, "/bin/busybox", "nc", "-w", "5", addr, "80")

@@ -20,6 +20,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// servePodHTTP serves h on addr inside the network namespace netns until the test ends.
+func servePodHTTP(t *testing.T, netns, addr string, h http.HandlerFunc) {
+	t.Helper()
+	var ln net.Listener
+	if err := inNetnsThread(netns, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: h}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); wg.Wait() })
+}
+
 // inNetnsThread runs f on a thread of its own that has entered netns (the
 // thread is discarded afterwards), so that the sockets f creates are the
 // namespace's.
@@ -66,18 +80,10 @@ func TestExternalTrafficPolicyKeepsSourceIP(t *testing.T) {
 
 	// The endpoint: an HTTP server in the pod namespace that answers with
 	// the client address it sees.
-	var ln net.Listener
-	if err := inNetnsThread(pod, func() (err error) { ln, err = net.Listen("tcp", "10.244.1.5:8080"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	servePodHTTP(t, pod, "10.244.1.5:8080", func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		fmt.Fprintln(w, host)
-	})}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close(); wg.Wait() })
+	})
 	t.Cleanup(func() {
 		if err := Cleanup(context.Background(), runner); err != nil {
 			t.Errorf("Cleanup: %v", err)
@@ -97,15 +103,8 @@ func TestExternalTrafficPolicyKeepsSourceIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runProxy(t, p)
+	ctx := context.Background()
 	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
 
 	seenFrom := func() (string, error) {

@@ -44,6 +44,10 @@ type Config struct {
 	// BindAddress and Port are where the API server listens (default 0.0.0.0:6443).
 	BindAddress string
 	Port        int
+	// Listener, when set, is where the API server serves instead (BindAddress and Port are
+	// then ignored): tests listen on a free port themselves and hold it, so that nothing
+	// else can take it between choosing and binding.
+	Listener net.Listener
 	// EtcdServers, when set, names an external etcd cluster instead of the embedded one.
 	EtcdServers []string
 	// TokenAuthFile is an optional static token file (token,user,uid,"groups").
@@ -213,10 +217,16 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		}
 		auth = append(auth, tokens)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
-	if err != nil {
-		sr.stop()
-		return nil, fmt.Errorf("listen on port %d: %w", cfg.Port, err)
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+		if err != nil {
+			sr.stop()
+			return nil, fmt.Errorf("listen on port %d: %w", cfg.Port, err)
+		}
+	}
+	if addr, ok := ln.Addr().(*net.TCPAddr); ok {
+		cfg.BindAddress, cfg.Port = addr.IP.String(), addr.Port
 	}
 	handler := srv.Handler(auth, nil)
 	httpSrv := &http.Server{

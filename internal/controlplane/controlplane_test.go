@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -23,12 +24,22 @@ import (
 	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
+// loopbackListener listens on a free loopback port, held until the API server serves on it.
+func loopbackListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
 // startServer starts an API server with cfg on a free loopback port and a fresh data
 // directory; it stops when the test ends.
 func startServer(t *testing.T, cfg controlplane.Config) kubernetes.Interface {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg.DataDir, cfg.BindAddress, cfg.Port = t.TempDir(), "127.0.0.1", poll.FreePort(t)
+	cfg.DataDir, cfg.Listener = t.TempDir(), loopbackListener(t)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
@@ -208,7 +219,7 @@ func TestRepairHealsLeaks(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: poll.FreePort(t), EtcdServers: e.Endpoints,
+		DataDir: t.TempDir(), Listener: loopbackListener(t), EtcdServers: e.Endpoints,
 		ServiceRepairInterval: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

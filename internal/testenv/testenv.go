@@ -38,17 +38,21 @@ type Env struct {
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	port, err := freePort()
+	// A listener of its own on a free port: choosing a port and binding it later raced with
+	// the other tests' listeners (and embedded etcd's).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		cancel()
+		t.Fatalf("listen: %v", err)
 	}
 	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: port, UnsafeNoFsync: true,
+		DataDir: t.TempDir(), Listener: ln, UnsafeNoFsync: true,
 		MaxWatchTimeout: opts.MaxWatchTimeout,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		cancel()
+		_ = ln.Close()
 		t.Fatalf("start control plane: %v", err)
 	}
 	t.Cleanup(func() {
@@ -69,11 +73,3 @@ func Start(t testing.TB, opts Options) *Env {
 	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

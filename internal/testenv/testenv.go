@@ -72,4 +72,3 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig}
 }
-

@@ -12,9 +12,8 @@
 // terminal (CRI tty) is created with --console-socket instead: the shim holds the pty master
 // runc sends and copies it to the log as stdout (console.go). State, Delete, Exec and List run
 // runc directly; State merges `runc state` with exit.json, except for a container this Runtime
-// started whose init still lives, which it reports running without asking runc. Start reads
-// runc's exec FIFO itself (what `runc start` does; fifo.go) and Kill signals an init this Runtime
-// started through a pidfd, each falling back to runc. The shim is ShimBinary beside the
+// started whose init still lives, which it reports running without asking runc. Kill signals an
+// init this Runtime started through a pidfd, falling back to `runc kill`. The shim is ShimBinary beside the
 // executable when there is one: a small binary whose start costs a tenth of kubette's.
 // ExecStream runs `runc exec` with streams (and a terminal); Attach talks to the shim's attach
 // socket (attach.sock in the container directory): the shim fans the container's output out to

@@ -200,8 +200,7 @@ func tail(path string) string {
 	return s
 }
 
-// Start starts a created container's process: through runc's exec FIFO when it can (fifo.go),
-// else with `runc start`.
+// Start starts a created container's process with `runc start`.
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	bundle, err := r.bundleOf(ctx, id)
 	if err != nil {
@@ -212,14 +211,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err := writeFileAtomic(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	err = errFifoUnusable
-	if pid, perr := readPid(filepath.Join(filepath.Dir(bundle), initPidFile)); perr == nil {
-		err = r.startByFifo(ctx, id, pid)
-	}
-	if errors.Is(err, errFifoUnusable) {
-		_, err = r.run(ctx, "start", id)
-	}
-	if err != nil {
+	if _, err := r.run(ctx, "start", id); err != nil {
 		_ = os.Remove(marker)
 		return fmt.Errorf("start container %s: %w", id, err)
 	}

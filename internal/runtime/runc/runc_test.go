@@ -696,22 +696,8 @@ func TestBundleFromState(t *testing.T) {
 // started while it lives, and asks runc once it has exited or after a restart.
 func TestStateOfAStartedContainerRunsNoRunc(t *testing.T) {
 	f := newFixture(t)
-	realRunc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	calls := filepath.Join(dir, "calls")
-	wrapper := filepath.Join(dir, "runc")
-	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nexec " + realRunc + " \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := New(Config{Binary: wrapper, Root: f.root, Shim: f.rt.shim})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rt = rt
+	calls := wrapRunc(t, f, "runc")
+	rt, wrapper := f.rt, f.rt.binary
 	stateCalls := func() int {
 		b, _ := os.ReadFile(calls)
 		n := 0

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -40,15 +42,7 @@ func TestEventsExpire(t *testing.T) {
 	core := s.client.CoreV1().Events("default")
 	ev1 := s.client.EventsV1().Events("default")
 
-	list, err := core.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list events: %v", err)
-	}
-	w, err := core.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatalf("watch events: %v", err)
-	}
-	defer w.Stop()
+	w := watchEventsFromNow(ctx, t, core)
 
 	if _, err := s.client.CoreV1().ConfigMaps("default").Create(ctx,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stays"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
@@ -217,15 +211,7 @@ func TestEventTTLLeases(t *testing.T) {
 
 	// The lease's end (revoked here rather than waited for) deletes the three Events in
 	// one etcd revision: a watch through client-go sees each, LIST none, the ConfigMap stays.
-	list, err := core.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list events: %v", err)
-	}
-	w, err := core.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatalf("watch events: %v", err)
-	}
-	defer w.Stop()
+	w := watchEventsFromNow(ctx, t, core)
 	if _, err := cl.Revoke(ctx, shared); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
@@ -286,4 +272,20 @@ func TestNegativeEventTTL(t *testing.T) {
 	if _, err := New(context.Background(), Config{Store: &etcd.Store{}, EventTTL: -time.Second}); err == nil {
 		t.Fatal("New with a negative EventTTL succeeded")
 	}
+}
+
+// watchEventsFromNow watches the namespace's Events from the resource version of a list
+// made now; the watch stops when the test ends.
+func watchEventsFromNow(ctx context.Context, t *testing.T, core typedcorev1.EventInterface) watch.Interface {
+	t.Helper()
+	list, err := core.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	w, err := core.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch events: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return w
 }

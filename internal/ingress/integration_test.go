@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/retry"
+
 	"github.com/kubette/kubette/internal/hostaddr"
 
 	corev1 "k8s.io/api/core/v1"
@@ -518,12 +520,16 @@ func testIntegration(t *testing.T, bin, mode string) {
 	})
 
 	t.Run("other class clears status", func(t *testing.T) {
-		ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "later", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ing.Spec.IngressClassName = ptr("someone-else")
-		if _, err := client.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+		// The controller may be writing this Ingress's status meanwhile: retry on conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "later", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ing.Spec.IngressClassName = ptr("someone-else")
+			_, err = client.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		h.t = t

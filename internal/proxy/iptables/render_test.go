@@ -694,6 +694,20 @@ COMMIT
 	}
 }
 
+// applyBatches applies each restore batch to host as iptables-restore --noflush would,
+// checking after each that every jump has its target.
+func applyBatches(t *testing.T, seed uint64, host map[string]map[string][][]string, batches [][]byte) {
+	t.Helper()
+	for i, bt := range batches {
+		if err := applyNoflush(host, bt); err != nil {
+			t.Fatalf("seed %d: batch %d: %v\n%s", seed, i, err, bt)
+		}
+		if err := checkHostJumps(host); err != nil {
+			t.Fatalf("seed %d: after batch %d of %d: %v", seed, i, len(batches), err)
+		}
+	}
+}
+
 // checkHostJumps reports a jump to a chain the simulated host does not have.
 func checkHostJumps(host map[string]map[string][][]string) error {
 	return (&tracer{tables: host}).checkJumps()
@@ -727,14 +741,7 @@ func TestBatchesKeepEveryJumpValid(t *testing.T) {
 		if !bytes.Equal(bytes.Join(next.TextBatches(stale, 0), nil), next.Text(stale)) {
 			t.Fatalf("seed %d: one batch is not Text", seed)
 		}
-		for i, bt := range batches {
-			if err := applyNoflush(host, bt); err != nil {
-				t.Fatalf("seed %d: batch %d: %v\n%s", seed, i, err, bt)
-			}
-			if err := checkHostJumps(host); err != nil {
-				t.Fatalf("seed %d: after batch %d of %d: %v", seed, i, len(batches), err)
-			}
-		}
+		applyBatches(t, seed, host, batches)
 		want, _ := parseRestore(next.Text(nil))
 		if d := diffTables(host, want); d != "" {
 			t.Fatalf("seed %d: after the batched full sync: %s", seed, d)

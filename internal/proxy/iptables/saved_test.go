@@ -157,14 +157,7 @@ func TestFullSyncWritesOnlyWhatDiffers(t *testing.T) {
 		if bytes.Equal(prev.Text(nil), next.Text(nil)) != (batches == nil) {
 			t.Fatalf("seed %d: equal rulesets %v, batches %d (%+v)", seed, bytes.Equal(prev.Text(nil), next.Text(nil)), len(batches), st)
 		}
-		for i, bt := range batches {
-			if err := applyNoflush(host, bt); err != nil {
-				t.Fatalf("seed %d: batch %d: %v\n%s", seed, i, err, bt)
-			}
-			if err := checkHostJumps(host); err != nil {
-				t.Fatalf("seed %d: after batch %d of %d: %v", seed, i, len(batches), err)
-			}
-		}
+		applyBatches(t, seed, host, batches)
 		want, _ := parseRestore(next.Text(nil))
 		if d := diffTables(host, want); d != "" {
 			t.Fatalf("seed %d: after the full sync: %s", seed, d)

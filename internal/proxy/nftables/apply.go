@@ -1,0 +1,133 @@
+package nftables
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/kubette/kubette/internal/proxy/iptables"
+)
+
+// Runner runs the nft tool.
+type Runner interface {
+	// Nft runs nft with args and stdin (nil: none) and returns its output.
+	Nft(ctx context.Context, stdin []byte, args ...string) ([]byte, error)
+}
+
+// ExecRunner runs the nft binary found on PATH, prefixed with Prefix when
+// set (e.g. "ip", "netns", "exec", NAME to work inside a network namespace).
+type ExecRunner struct {
+	Prefix []string
+}
+
+// ErrNoNft says the nft binary is not installed.
+var ErrNoNft = errors.New("nft binary not found (Debian package nftables)")
+
+// Nft implements Runner.
+func (r ExecRunner) Nft(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil, ErrNoNft
+	}
+	argv := append(append(append([]string(nil), r.Prefix...), "nft"), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := stderr.String()
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		return stdout.Bytes(), fmt.Errorf("nft %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(msg))
+	}
+	return stdout.Bytes(), nil
+}
+
+// Applier keeps the host's table in line with rendered models: the first
+// sync, and any after a failure, replaces the whole table in one transaction;
+// the others write only what changed since the last success. Not safe for
+// concurrent use.
+type Applier struct {
+	run      Runner
+	renderer *Renderer
+	applied  *Ruleset
+}
+
+// NewApplier returns an Applier that runs nft through r.
+func NewApplier(r Runner) *Applier {
+	return &Applier{run: r, renderer: NewRenderer()}
+}
+
+// Result says what a Sync wrote.
+type Result struct {
+	// Full is true when the whole table was written.
+	Full bool
+	// Bytes is the size of the nft input; 0 when nothing changed.
+	Bytes int
+}
+
+// InstallGuard makes sure the guard chain holds o's rules and is jumped to
+// from filter-forward and filter-output, without touching the rest of a
+// table a previous run left (it keeps serving until the first full sync).
+func (a *Applier) InstallGuard(ctx context.Context, o iptables.Options) error {
+	guard := GuardChain(o)
+	out, err := a.run.Nft(ctx, nil, "list", "chain", "ip", Table, "filter-output")
+	if err == nil && strings.Contains(string(out), "jump "+ChainGuard) {
+		var b bytes.Buffer
+		declareChain(&b, &guard)
+		b.WriteString("flush chain " + prefix + guard.Name + "\n")
+		addRules(&b, &guard)
+		_, err = a.run.Nft(ctx, b.Bytes(), "-f", "-")
+	} else {
+		_, err = a.run.Nft(ctx, GuardText(guard), "-f", "-")
+	}
+	if err != nil {
+		return fmt.Errorf("install the service CIDR guard: %w", err)
+	}
+	return nil
+}
+
+// Sync renders m under o and writes it: everything when full is set or
+// nothing was applied yet (or the last apply failed), else the difference
+// to the last applied ruleset.
+func (a *Applier) Sync(ctx context.Context, m iptables.Model, o iptables.Options, full bool) (Result, error) {
+	rs := a.renderer.Render(m, o)
+	var text []byte
+	if !full && a.applied != nil {
+		var ok bool
+		if text, ok = UpdateText(a.applied, rs); ok && len(text) == 0 {
+			return Result{}, nil
+		} else if !ok {
+			full = true
+		}
+	} else {
+		full = true
+	}
+	if full {
+		text = FullText(rs)
+	}
+	a.applied = nil // unknown until nft succeeded
+	if _, err := a.run.Nft(ctx, text, "-f", "-"); err != nil {
+		return Result{Full: full}, fmt.Errorf("apply nftables rules: %w", err)
+	}
+	a.applied = rs
+	return Result{Full: full, Bytes: len(text)}, nil
+}
+
+// Cleanup deletes the proxy's table; a host without it (or without nft) is
+// clean already.
+func Cleanup(ctx context.Context, r Runner) error {
+	_, err := r.Nft(ctx, []byte("add table "+prefix[:len(prefix)-1]+"\ndelete table "+prefix[:len(prefix)-1]+"\n"), "-f", "-")
+	if errors.Is(err, ErrNoNft) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete the nftables table %s: %w", Table, err)
+	}
+	return nil
+}

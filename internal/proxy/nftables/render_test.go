@@ -1,0 +1,330 @@
+package nftables
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kubette/kubette/internal/proxy/iptables"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the renderer's output")
+
+var testOptions = iptables.Options{
+	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
+	ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
+	NodeIPs:     []netip.Addr{netip.MustParseAddr("192.168.1.10")},
+	NodeName:    "n1",
+}
+
+func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func ready(addr string, port int32) iptables.Endpoint {
+	return iptables.Endpoint{IP: ip(addr), Port: port, Ready: true, Serving: true, NodeName: "n1"}
+}
+
+func remote(addr string) iptables.Endpoint { e := ready(addr, 8080); e.NodeName = "n2"; return e }
+
+func web(eps ...iptables.Endpoint) iptables.Service {
+	return iptables.Service{Namespace: "default", Name: "web", ClusterIPs: []netip.Addr{ip("10.96.0.10")},
+		Ports: []iptables.Port{{Name: "http", Protocol: "TCP", Port: 80, Endpoints: eps}}}
+}
+
+// goldenCases are the iptables renderer's golden cases, rendered for
+// nftables. 192.0.2.0/24 and 203.0.113.0/24 (TEST-NET-1, -3) are rendered
+// only, never sent to.
+func goldenCases() map[string]iptables.Model {
+	nodePort := web(ready("10.244.1.5", 8080))
+	nodePort.Ports[0].NodePort = 30080
+	affinity := web(ready("10.244.1.5", 8080), ready("10.244.2.7", 8080))
+	affinity.AffinityTimeoutSeconds = 10800
+	noEndpoints := web(iptables.Endpoint{IP: ip("10.244.1.5"), Port: 8080, NodeName: "n1"})
+	noEndpoints.Ports[0].NodePort = 30081
+	internalLocal := web(ready("10.244.1.5", 8080), remote("10.244.2.7"))
+	internalLocal.InternalLocal = true
+	internalLocalNone := web(remote("10.244.2.7"))
+	internalLocalNone.InternalLocal = true
+	externalLocal := web(ready("10.244.1.5", 8080), remote("10.244.2.7"))
+	externalLocal.Ports[0].NodePort = 30080
+	externalLocal.ExternalLocal = true
+	externalLocal.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	externalLocalNone := web(remote("10.244.2.7"))
+	externalLocalNone.Ports[0].NodePort = 30080
+	externalLocalNone.ExternalLocal = true
+	externalLocalNone.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	lb := web(ready("10.244.1.5", 8080), remote("10.244.2.7"))
+	lb.Ports[0].NodePort = 30080
+	lb.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	extIPs := web(ready("10.244.1.5", 8080))
+	extIPs.ExternalIPs = []netip.Addr{ip("192.0.2.20"), ip("192.0.2.21")}
+	extIPsNone := web()
+	extIPsNone.ExternalIPs = []netip.Addr{ip("192.0.2.20")}
+	ranges := web(ready("10.244.1.5", 8080))
+	ranges.Ports[0].NodePort = 30080
+	ranges.LoadBalancerIPs = []netip.Addr{ip("192.0.2.10")}
+	ranges.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("192.168.1.0/24")}
+	return map[string]iptables.Model{
+		"empty":                     {},
+		"clusterip-1":               {Services: []iptables.Service{web(ready("10.244.1.5", 8080))}},
+		"clusterip-3":               {Services: []iptables.Service{web(ready("10.244.3.1", 8080), ready("10.244.1.5", 8080), ready("10.244.2.7", 8080), iptables.Endpoint{IP: ip("10.244.2.8"), Port: 8080, Serving: true, NodeName: "n2"})}},
+		"nodeport":                  {Services: []iptables.Service{nodePort}},
+		"affinity":                  {Services: []iptables.Service{affinity}},
+		"no-endpoints":              {Services: []iptables.Service{noEndpoints}},
+		"internal-local":            {Services: []iptables.Service{internalLocal}},
+		"internal-local-none":       {Services: []iptables.Service{internalLocalNone}},
+		"external-local":            {Services: []iptables.Service{externalLocal}},
+		"external-local-none":       {Services: []iptables.Service{externalLocalNone}},
+		"loadbalancer":              {Services: []iptables.Service{lb}},
+		"external-ips":              {Services: []iptables.Service{extIPs}},
+		"external-ips-no-endpoints": {Services: []iptables.Service{extIPsNone}},
+		"source-ranges":             {Services: []iptables.Service{ranges}},
+		"headless": {Services: []iptables.Service{{Namespace: "default", Name: "db",
+			Ports: []iptables.Port{{Name: "pg", Protocol: "TCP", Port: 5432, Endpoints: []iptables.Endpoint{ready("10.244.1.9", 5432)}}}}}},
+		"multi-port": {Services: []iptables.Service{{Namespace: "kube-system", Name: "dns", ClusterIPs: []netip.Addr{ip("10.96.0.53")},
+			Ports: []iptables.Port{
+				{Name: "dns", Protocol: "UDP", Port: 53, Endpoints: []iptables.Endpoint{ready("10.244.1.2", 53), ready("10.244.1.3", 53)}},
+				{Name: "dns-tcp", Protocol: "TCP", Port: 53, Endpoints: []iptables.Endpoint{ready("10.244.1.2", 53), ready("10.244.1.3", 53)}},
+				{Name: "metrics", Protocol: "TCP", Port: 9153},
+			}}}},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	for name, m := range goldenCases() {
+		t.Run(name, func(t *testing.T) {
+			got := FullText(Render(m, testOptions))
+			path := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/proxy/nftables -run TestRenderGolden -update)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("rendered ruleset differs from %s (-update rewrites it); got:\n%s", path, got)
+			}
+		})
+	}
+}
+
+func TestGuardWithUnroutedPodCIDR(t *testing.T) {
+	o := testOptions
+	o.RejectUnroutedPodCIDR = true
+	o.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.0.0/24")}
+	got := GuardChain(o).Rules
+	want := []string{
+		"ip daddr 10.96.0.0/12 ct status & dnat == 0 meta l4proto tcp reject with tcp reset",
+		"ip daddr 10.96.0.0/12 ct status & dnat == 0 reject",
+		"ip daddr 10.244.0.0/24 return",
+		"ip daddr 10.244.1.0/24 return",
+		"ip daddr 10.244.0.0/16 meta l4proto tcp reject with tcp reset",
+		"ip daddr 10.244.0.0/16 reject",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("guard rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// table is a simulated kube-proxy table: what nft would hold after the
+// commands FullText and UpdateText write.
+type table struct {
+	chains map[string][]string
+	hooks  map[string]string
+	sets   map[string]map[string]string
+	specs  map[string]string
+}
+
+func (tb *table) apply(t *testing.T, text []byte) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		if line == "" {
+			continue
+		}
+		verb, rest, _ := strings.Cut(line, " ")
+		kind, rest, _ := strings.Cut(rest, " ")
+		rest = strings.TrimPrefix(rest, prefix)
+		name, arg, _ := strings.Cut(rest, " ")
+		switch verb + " " + kind {
+		case "add table":
+		case "delete table":
+			*tb = table{}
+			fallthrough
+		case "init table":
+			tb.chains, tb.hooks = map[string][]string{}, map[string]string{}
+			tb.sets, tb.specs = map[string]map[string]string{}, map[string]string{}
+		case "add chain":
+			if _, ok := tb.chains[name]; !ok {
+				tb.chains[name] = []string{}
+				tb.hooks[name] = arg
+			}
+		case "flush chain":
+			mustHave(t, tb.chains, name, line)
+			tb.chains[name] = []string{}
+		case "delete chain":
+			mustHave(t, tb.chains, name, line)
+			if len(tb.chains[name]) > 0 {
+				t.Fatalf("%s: chain not empty", line)
+			}
+			delete(tb.chains, name)
+		case "add rule":
+			mustHave(t, tb.chains, name, line)
+			tb.chains[name] = append(tb.chains[name], arg)
+		case "add set", "add map":
+			if _, ok := tb.sets[name]; !ok {
+				tb.sets[name] = map[string]string{}
+				tb.specs[name] = kind + " " + arg
+			}
+		case "delete set", "delete map":
+			mustHave(t, tb.sets, name, line)
+			delete(tb.sets, name)
+		case "add element", "delete element":
+			mustHave(t, tb.sets, name, line)
+			for _, e := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(arg, "{ "), " }"), ", ") {
+				k, v, _ := strings.Cut(e, " : ")
+				if _, ok := tb.sets[name][k]; ok == (verb == "add") {
+					t.Fatalf("%s: element %q present=%v", line, k, ok)
+				}
+				if verb == "add" {
+					tb.sets[name][k] = v
+				} else {
+					delete(tb.sets[name], k)
+				}
+			}
+		default:
+			t.Fatalf("unknown command %q", line)
+		}
+	}
+}
+
+func mustHave[V any](t *testing.T, m map[string]V, name, line string) {
+	t.Helper()
+	if _, ok := m[name]; !ok {
+		t.Fatalf("%s: %s does not exist", line, name)
+	}
+}
+
+func (tb *table) String() string {
+	var lines []string
+	for n, rules := range tb.chains {
+		lines = append(lines, fmt.Sprintf("chain %s %s: %s", n, tb.hooks[n], strings.Join(rules, " | ")))
+	}
+	for n, els := range tb.sets {
+		var es []string
+		for k, v := range els {
+			es = append(es, k+":"+v)
+		}
+		sort.Strings(es)
+		lines = append(lines, fmt.Sprintf("%s %s: %s", tb.specs[n], n, strings.Join(es, ", ")))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// randomModel is a model of up to 8 Services with random endpoints, ports,
+// policies and affinity.
+func randomModel(r *rand.Rand) iptables.Model {
+	var m iptables.Model
+	for i := range r.IntN(8) {
+		s := iptables.Service{Namespace: "ns", Name: fmt.Sprintf("s%d", r.IntN(10)+i*10),
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, 0, byte(i + 1)})}}
+		if r.IntN(4) == 0 {
+			s.AffinityTimeoutSeconds = int32(60 * (1 + r.IntN(2)))
+		}
+		s.InternalLocal = r.IntN(5) == 0
+		s.ExternalLocal = r.IntN(4) == 0
+		if r.IntN(3) == 0 {
+			s.LoadBalancerIPs = []netip.Addr{netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+			if r.IntN(2) == 0 {
+				s.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
+			}
+		}
+		for p := range 1 + r.IntN(2) {
+			port := iptables.Port{Name: fmt.Sprintf("p%d", p), Protocol: []string{"TCP", "UDP"}[r.IntN(2)], Port: int32(80 + p)}
+			if r.IntN(2) == 0 {
+				port.NodePort = int32(30000 + i*10 + p)
+			}
+			for range r.IntN(4) {
+				e := iptables.Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(r.IntN(2)), byte(1 + r.IntN(6))}), Port: 8080,
+					Ready: r.IntN(4) != 0, Serving: true, NodeName: []string{"n1", "n2"}[r.IntN(2)]}
+				port.Endpoints = append(port.Endpoints, e)
+			}
+			s.Ports = append(s.Ports, port)
+		}
+		m.Services = append(m.Services, s)
+	}
+	return m
+}
+
+// TestUpdateTextReachesFullText applies random sequences of models: after
+// the full text of the first and the update texts of the next ones, the
+// simulated table holds exactly what the last model's full text builds.
+func TestUpdateTextReachesFullText(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		rd := NewRenderer()
+		prev := rd.Render(randomModel(r), testOptions)
+		var host table
+		host.apply(t, FullText(prev))
+		for step := range 4 {
+			next := rd.Render(randomModel(r), testOptions)
+			text, ok := UpdateText(prev, next)
+			if !ok {
+				text = FullText(next)
+			}
+			host.apply(t, text)
+			var want table
+			want.apply(t, FullText(next))
+			if host.String() != want.String() {
+				t.Fatalf("seed %d step %d: after the update the table differs:\n%s\nwant:\n%s\nupdate:\n%s", seed, step, host.String(), want.String(), text)
+			}
+			prev = next
+		}
+	}
+}
+
+func TestUpdateTextNothingChanged(t *testing.T) {
+	m := goldenCases()["affinity"]
+	rd := NewRenderer()
+	a := rd.Render(m, testOptions)
+	b := rd.Render(m, testOptions)
+	if text, ok := UpdateText(a, b); !ok || len(text) != 0 {
+		t.Fatalf("UpdateText of an unchanged model = %q, %v", text, ok)
+	}
+}
+
+func TestOneEndpointChangeWritesOnlyThatService(t *testing.T) {
+	m := iptables.Model{}
+	for i := range 50 {
+		s := web(ready(fmt.Sprintf("10.244.1.%d", i+1), 8080), ready(fmt.Sprintf("10.244.2.%d", i+1), 8080))
+		s.Name = fmt.Sprintf("web%02d", i)
+		s.ClusterIPs = []netip.Addr{netip.AddrFrom4([4]byte{10, 96, 0, byte(i + 1)})}
+		m.Services = append(m.Services, s)
+	}
+	rd := NewRenderer()
+	a := rd.Render(m, testOptions)
+	m.Services[7].Ports[0].Endpoints[1] = ready("10.244.3.99", 8080)
+	b := rd.Render(m, testOptions)
+	text, ok := UpdateText(a, b)
+	if !ok {
+		t.Fatal("UpdateText refused")
+	}
+	want := "flush chain ip kube-proxy " + ServiceChain("default", "web07", "tcp", "http") + "\n" +
+		"add rule ip kube-proxy " + ServiceChain("default", "web07", "tcp", "http") + " numgen random mod 2 0 meta l4proto tcp dnat to 10.244.1.8:8080\n" +
+		"add rule ip kube-proxy " + ServiceChain("default", "web07", "tcp", "http") + " meta l4proto tcp dnat to 10.244.3.99:8080\n" +
+		"delete element ip kube-proxy hairpin { 10.244.2.8 . 10.244.2.8 }\n" +
+		"add element ip kube-proxy hairpin { 10.244.3.99 . 10.244.3.99 }\n"
+	if string(text) != want {
+		t.Errorf("update:\n%s\nwant:\n%s", text, want)
+	}
+}

@@ -1,7 +1,14 @@
-// Package proxy is kubette's service proxy (kube-proxy's iptables mode): it
-// watches Services and EndpointSlices through the API server, rebuilds a model
-// of them on every change, renders it with internal/proxy/iptables and applies
-// the result with iptables-restore --noflush.
+// Package proxy is kubette's service proxy (kube-proxy's iptables mode, or
+// its nftables mode with Options.Mode ModeNFTables): it watches Services and
+// EndpointSlices through the API server, rebuilds a model of them on every
+// change, renders it with internal/proxy/iptables and applies the result with
+// iptables-restore --noflush — or, in nftables mode, renders and applies the
+// same model with internal/proxy/nftables (nft -f: the first sync, one every
+// SyncPeriod and any after a failure replace the whole table in one
+// transaction, the others write only what changed). Everything below but the
+// iptables details drives both modes: informers, coalescing, backoff, health
+// checks, conntrack cleanup, Events. Only one mode is active at a time: each
+// removes the other's rules after installing its own guard.
 //
 // How a sync goes:
 //   - Before anything else, Run installs the guard chain (KUBE-SERVICE-CIDR-GUARD)
@@ -71,6 +78,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubette/kubette/internal/proxy/iptables"
+	"github.com/kubette/kubette/internal/proxy/nftables"
 )
 
 // Options configure a Proxy.
@@ -108,9 +116,22 @@ type Options struct {
 	MaxChainsPerRestore int
 	// Iptables runs the tools (default ExecRunner{}).
 	Iptables Runner
+	// Mode is ModeIPTables (the default when empty) or ModeNFTables.
+	Mode string
+	// Nft runs the nft tool: nftables mode applies its rules with it, the
+	// iptables mode removes the nftables mode's table with it. Default: an
+	// nftables.ExecRunner with the Prefix of Iptables when that is an
+	// ExecRunner; nil otherwise (then iptables mode leaves nftables alone).
+	Nft nftables.Runner
 	// Logger receives the proxy's logs (default slog.Default()).
 	Logger *slog.Logger
 }
+
+// The proxy's modes (Options.Mode), as upstream's --proxy-mode.
+const (
+	ModeIPTables = "iptables"
+	ModeNFTables = "nftables"
+)
 
 // DefaultMinSyncPeriod is MinSyncPeriod's default (upstream: 1 s): with
 // cached rendering and partial restores a sync of one changed Service took
@@ -148,8 +169,10 @@ type Proxy struct {
 	applied      *iptables.Ruleset
 	udp          map[udpKey]map[netip.Addr]bool
 	conntrackOff bool
-	health       *healthServer // healthcheck.go
-	events       syncEvents    // traceevents.go
+	health       *healthServer     // healthcheck.go
+	nft          *nftables.Applier // nftables mode; nil in iptables mode
+	nftRun       nftables.Runner
+	events       syncEvents // traceevents.go
 
 	mu        sync.Mutex
 	lastError error
@@ -207,7 +230,28 @@ func New(o Options) (*Proxy, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch o.Mode {
+	case "":
+		o.Mode = ModeIPTables
+	case ModeIPTables, ModeNFTables:
+	default:
+		return nil, fmt.Errorf("proxy options: mode %q: want %s or %s", o.Mode, ModeIPTables, ModeNFTables)
+	}
+	if o.Nft == nil {
+		if r, ok := o.Iptables.(ExecRunner); ok {
+			o.Nft = nftables.ExecRunner{Prefix: r.Prefix}
+		}
+	}
+	if o.Mode == ModeNFTables && o.Nft == nil {
+		return nil, fmt.Errorf("proxy options: nftables mode needs Nft when Iptables is not an ExecRunner")
+	}
+	var nft *nftables.Applier
+	if o.Mode == ModeNFTables {
+		nft = nftables.NewApplier(o.Nft)
+	}
 	return &Proxy{
+		nft:      nft,
+		nftRun:   o.Nft,
 		o:        o,
 		ipt:      iptables.Options{ServiceCIDR: svcCIDR.Masked(), ClusterCIDR: clusterCIDR.Masked(), NodeIPs: o.NodeIPs, NodeName: o.NodeName, RejectUnroutedPodCIDR: o.RejectUnroutedPodCIDR},
 		log:      o.Logger.With("component", "proxy", "node", o.NodeName),
@@ -256,6 +300,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
 		}
 	}
+	p.removeOtherMode(ctx)
 	svcFactory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = "!service.kubernetes.io/service-proxy-name"
@@ -285,7 +330,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced) {
 		return nil // ctx done
 	}
-	p.log.Info("proxy started", "serviceCIDR", p.ipt.ServiceCIDR, "clusterCIDR", p.ipt.ClusterCIDR, "minSyncPeriod", p.o.MinSyncPeriod)
+	p.log.Info("proxy started", "mode", p.o.Mode, "serviceCIDR", p.ipt.ServiceCIDR, "clusterCIDR", p.ipt.ClusterCIDR, "minSyncPeriod", p.o.MinSyncPeriod)
 	defer p.health.closeAll()
 	p.loop(ctx, svcLister, sliceLister)
 	return nil
@@ -295,11 +340,15 @@ func (p *Proxy) Run(ctx context.Context) error {
 const guardAttempts = 5
 
 // installGuard applies the guard chain and puts its jumps first in filter
-// OUTPUT and FORWARD.
+// OUTPUT and FORWARD (nftables mode: the guard chain of its table, jumped to
+// from its filter-output and filter-forward).
 func (p *Proxy) installGuard(ctx context.Context) error {
 	o, err := p.withRoutes(p.ipt)
 	if err != nil {
 		p.log.Warn("cannot read the routed pod CIDRs; the guard rejects the whole cluster CIDR until they are known", "err", err)
+	}
+	if p.nft != nil {
+		return p.nft.InstallGuard(ctx, o)
 	}
 	if err := p.run.Restore(ctx, iptables.GuardText(o)); err != nil {
 		return fmt.Errorf("install the service CIDR guard: %w", err)
@@ -317,6 +366,24 @@ func (p *Proxy) withRoutes(o iptables.Options) (iptables.Options, error) {
 	routed, err := p.o.RoutedPodCIDRs(o.ClusterCIDR)
 	o.RoutedPodCIDRs = routed
 	return o, err
+}
+
+// removeOtherMode removes the rules of the mode this proxy does not run
+// (upstream's kube-proxy does the same on start), after this mode's guard is
+// in place: the two never serve at once. A failure is logged, not fatal (the
+// other mode's tools may not be installed at all).
+func (p *Proxy) removeOtherMode(ctx context.Context) {
+	if p.nft != nil {
+		if err := Cleanup(ctx, p.run); err != nil {
+			p.log.Warn("cannot remove the iptables mode's rules", "err", err)
+		}
+		return
+	}
+	if p.nftRun != nil {
+		if err := nftables.Cleanup(ctx, p.nftRun); err != nil {
+			p.log.Warn("cannot remove the nftables mode's table", "err", err)
+		}
+	}
 }
 
 // loop is the sync loop; it owns applied and udp.
@@ -419,6 +486,25 @@ func (p *Proxy) sync(ctx context.Context, o iptables.Options, svcLister listersv
 		ports, counts := healthChecks(model, p.o.NodeName)
 		p.health.sync(ports, counts, applied)
 	}()
+	if p.nft != nil {
+		res, err := p.nft.Sync(ctx, model, o, full)
+		if err != nil {
+			return err
+		}
+		applied = true
+		if res.Bytes == 0 {
+			p.stats.unchanged.Add(1)
+			return nil
+		}
+		if res.Full {
+			p.stats.fullRestores.Add(1)
+		}
+		p.stats.restores.Add(1)
+		p.clearStaleUDP(ctx, model)
+		p.reportSynced(ctx)
+		p.log.Debug("synced nftables rules", "full", res.Full, "services", len(model.Services), "bytes", res.Bytes, "took", time.Since(start))
+		return nil
+	}
 	rs := p.renderer.Render(model, o)
 	maxChains := p.o.MaxChainsPerRestore
 	if maxChains <= 0 {

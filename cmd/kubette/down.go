@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubette/kubette/internal/proxy"
+	"github.com/kubette/kubette/internal/proxy/nftables"
 	"github.com/kubette/kubette/internal/runtime"
 )
 
@@ -19,7 +20,7 @@ func newDown() *cobra.Command {
 		Long: `Stop and remove everything the node left behind: 'kubette up' leaves pods running when it stops
 (the next 'up' adopts them); 'kubette down' stops every container of DATA_DIR, unmounts their root
 filesystems, removes their network namespaces, veths and rules, deletes the bridge, and removes the
-service proxy's iptables chains. Stop 'up'
+service proxy's iptables chains and nftables table. Stop 'up'
 first, or its kubelet starts the pods again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -28,6 +29,9 @@ first, or its kubelet starts the pods again.`,
 				return fmt.Errorf("down: %w", err)
 			}
 			if err := proxy.Cleanup(cmd.Context(), proxy.ExecRunner{}); err != nil {
+				return fmt.Errorf("down: %w", err)
+			}
+			if err := nftables.Cleanup(cmd.Context(), nftables.ExecRunner{}); err != nil {
 				return fmt.Errorf("down: %w", err)
 			}
 			fmt.Println("kubette down: every container and pod network of", cfg.DataDir, "removed")

@@ -23,6 +23,7 @@ import (
 	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/hostcheck"
+	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/runtime"
 	"github.com/kubette/kubette/internal/trace"
 )
@@ -77,6 +78,7 @@ type nodeFlags struct {
 	ingress                     bool
 	httpPort, httpsPort         int
 	runtimeEvents               bool
+	proxyMode                   string
 }
 
 func (n *nodeFlags) register(cmd *cobra.Command) {
@@ -87,6 +89,7 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&n.dnsPort, "dns-port", 53, "port of the cluster DNS server on the node's address (pods reach it as the kube-dns Service: port 53 of the 10th address of --service-cluster-ip-range, 10.96.0.10 by default)")
 	cmd.Flags().StringVar(&n.runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
 	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
+	cmd.Flags().StringVar(&n.proxyMode, "proxy-mode", proxy.ModeIPTables, "the service proxy's mode: iptables or nftables (one nft table, verdict maps; needs the nft tool); starting one removes the other's rules")
 	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")
 	cmd.Flags().BoolVar(&n.runtimeEvents, "runtime-events", true, "the runtime records each pod's steps (CNI ADD, runc create, start, kill, delete) as Events, which kubette trace draws")
 	cmd.Flags().BoolVar(&n.ingress, "ingress", os.Geteuid() == 0 && hostcheck.Binary("nginx") != "", "run the ingress controller, which drives nginx (default: as root when nginx is installed)")
@@ -111,6 +114,7 @@ func (n *nodeFlags) config() *cluster.NodeConfig {
 		Name: n.name, PodCIDR: n.podCIDR, KubeletPort: n.kubeletPort, DNSPort: n.dnsPort,
 		Runtime:         runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs},
 		NoRuntimeEvents: !n.runtimeEvents,
+		ProxyMode:       n.proxyMode,
 	}
 }
 

@@ -10,16 +10,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubette/kubette/internal/proxy"
+	"github.com/kubette/kubette/internal/proxy/nftables"
 )
 
 func newProxy() *cobra.Command {
-	var kubeconfig, nodeName, serviceCIDR, clusterCIDR, logLevel string
+	var kubeconfig, nodeName, serviceCIDR, clusterCIDR, logLevel, mode string
 	var nodeIPs []string
 	var minSync, syncPeriod time.Duration
 	var rejectUnrouted, cleanup bool
 	cmd := &cobra.Command{
 		Use:   "proxy",
-		Short: "Run the service proxy: Services and EndpointSlices become iptables rules on this node",
+		Short: "Run the service proxy: Services and EndpointSlices become iptables (or nftables) rules on this node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(logLevel)
@@ -27,7 +28,10 @@ func newProxy() *cobra.Command {
 				return err
 			}
 			if cleanup {
-				return proxy.Cleanup(cmd.Context(), proxy.ExecRunner{})
+				if err := proxy.Cleanup(cmd.Context(), proxy.ExecRunner{}); err != nil {
+					return err
+				}
+				return nftables.Cleanup(cmd.Context(), nftables.ExecRunner{})
 			}
 			if kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig is required")
@@ -47,7 +51,7 @@ func newProxy() *cobra.Command {
 			}
 			o := proxy.Options{
 				Client: client, NodeName: nodeName, ServiceCIDR: serviceCIDR, ClusterCIDR: clusterCIDR,
-				RejectUnroutedPodCIDR: rejectUnrouted, MinSyncPeriod: minSync, SyncPeriod: syncPeriod, Logger: logger,
+				RejectUnroutedPodCIDR: rejectUnrouted, Mode: mode, MinSyncPeriod: minSync, SyncPeriod: syncPeriod, Logger: logger,
 			}
 			for _, s := range nodeIPs {
 				a, err := netip.ParseAddr(s)
@@ -71,7 +75,8 @@ func newProxy() *cobra.Command {
 	cmd.Flags().DurationVar(&minSync, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
 	cmd.Flags().DurationVar(&syncPeriod, "sync-period", time.Hour, "time between full syncs, which compare every rule with iptables-save and rewrite what differs")
 	cmd.Flags().BoolVar(&rejectUnrouted, "reject-unrouted-pod-cidr", true, "reject packets to cluster-CIDR addresses no local route serves (pods of simulated nodes)")
-	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove every chain and jump the proxy installed, then exit")
+	cmd.Flags().StringVar(&mode, "mode", proxy.ModeIPTables, "iptables or nftables (one nft table with verdict maps, applied with nft -f; needs the nft tool); starting one mode removes the other's rules")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove every chain, jump and nftables table the proxy installed (either mode), then exit")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

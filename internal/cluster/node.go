@@ -34,6 +34,9 @@ type NodeConfig struct {
 	// NoRuntimeEvents keeps the runtime from recording each pod's steps as Events (by
 	// default it does, with its own client certificate: runtime/steps).
 	NoRuntimeEvents bool
+	// ProxyMode is the service proxy's mode: proxy.ModeIPTables (default) or
+	// proxy.ModeNFTables.
+	ProxyMode string
 }
 
 // RuntimeUser is the user (client certificate common name) of a node's runtime, as
@@ -103,7 +106,7 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serv
 	if err != nil {
 		return fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	if err := startProxy(ctx, cp, cfg.Name, serviceCIDR, log, run); err != nil {
+	if err := startProxy(ctx, cp, cfg.Name, serviceCIDR, cfg.ProxyMode, log, run); err != nil {
 		return err
 	}
 	var clusterDNS []string

@@ -19,10 +19,10 @@ const (
 	DefaultClusterCIDR = "10.244.0.0/16"
 )
 
-// startProxy runs the service proxy of this node: Services and EndpointSlices become
-// iptables rules, and packets to the service range serviceCIDR that no rule DNATed are
+// startProxy runs the service proxy of this node in mode (iptables, the default, or
+// nftables): Services and EndpointSlices become iptables or nftables rules, and packets to the service range serviceCIDR that no rule DNATed are
 // rejected here.
-func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName, serviceCIDR string, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
+func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName, serviceCIDR, mode string, log *slog.Logger, run func(name string, f func(context.Context) error)) error {
 	restCfg, err := cp.ComponentConfig("proxy", "system:kube-proxy")
 	if err != nil {
 		return fmt.Errorf("proxy credentials: %w", err)
@@ -36,8 +36,8 @@ func startProxy(ctx context.Context, cp *controlplane.ControlPlane, nodeName, se
 	p, err := proxy.New(proxy.Options{
 		Client: client, NodeName: nodeName,
 		ServiceCIDR: serviceCIDR, ClusterCIDR: DefaultClusterCIDR,
-		RejectUnroutedPodCIDR: true,
-		Logger:                log.With("component", "proxy"),
+		RejectUnroutedPodCIDR: true, Mode: mode,
+		Logger: log.With("component", "proxy"),
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)

@@ -29,21 +29,34 @@ func main() {
 	endpoints := flag.Int("endpoints", 10, "ready endpoints per Service")
 	runs := flag.Int("runs", 3, "one-endpoint changes measured per size (median and max printed)")
 	apply := flag.String("apply", "auto", "apply into a throwaway network namespace: auto (when root with iptables-restore), yes, no")
+	mode := flag.String("mode", "iptables", "the proxy mode to measure: iptables or nftables (one nft -f transaction per sync)")
 	flag.IntVar(&batchChains, "batch-chains", -1, "per-service chains per iptables-restore (0: one restore; -1: the proxy's choice, proxy.ChainsPerRestore)")
 	flag.Parse()
+	if *mode != "iptables" && *mode != "nftables" {
+		fmt.Fprintf(os.Stderr, "bad --mode %q: iptables or nftables\n", *mode)
+		os.Exit(2)
+	}
 	doApply := *apply == "yes"
 	if *apply == "auto" {
-		_, err := exec.LookPath("iptables-restore")
+		tool := "iptables-restore"
+		if *mode == "nftables" {
+			tool = "nft"
+		}
+		_, err := exec.LookPath(tool)
 		doApply = os.Geteuid() == 0 && err == nil
 	}
-	fmt.Printf("proxy bench: %d endpoints per Service, apply=%v\n", *endpoints, doApply)
+	fmt.Printf("proxy bench: mode %s, %d endpoints per Service, apply=%v\n", *mode, *endpoints, doApply)
 	for _, s := range strings.Split(*services, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 || n > 60000 {
 			fmt.Fprintf(os.Stderr, "bad --services entry %q\n", s)
 			os.Exit(2)
 		}
-		if err := measure(n, *endpoints, *runs, doApply); err != nil {
+		f := measure
+		if *mode == "nftables" {
+			f = measureNft
+		}
+		if err := f(n, *endpoints, *runs, doApply); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}

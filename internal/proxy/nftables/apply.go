@@ -101,6 +101,7 @@ func (a *Applier) Sync(ctx context.Context, m iptables.Model, o iptables.Options
 	if !full && a.applied != nil {
 		var ok bool
 		if text, ok = UpdateText(a.applied, rs); ok && len(text) == 0 {
+			a.applied = rs // the same rules: later updates derive from it
 			return Result{}, nil
 		} else if !ok {
 			full = true

@@ -106,6 +106,9 @@ type Chain struct {
 // Element is one set or map element: Key, and Value for a map ("" in a set).
 type Element struct {
 	Key, Value string
+	// holders are the Services that put this key in a fixed set or map,
+	// with their values, ordered by Service (the first one's value wins).
+	holders []holder
 }
 
 // Set is one named set or map: Kind is "set" or "map", Spec its
@@ -115,10 +118,17 @@ type Set struct {
 	Elements         []Element
 }
 
-// Ruleset is the whole table: chains and sets in a fixed order.
+// Ruleset is the whole table: chains and sets in a fixed order (the fixed
+// ones first).
 type Ruleset struct {
 	Chains []Chain
 	Sets   []Set
+	// prev is the Renderer's previous Ruleset when this one was derived
+	// from it: changes are the Services whose output differs, delta the
+	// fixed sets' elements that differ (fixed.go).
+	prev    *Ruleset
+	changes []svcChange
+	delta   map[string]elementDelta
 }
 
 func hash8(s string) string {
@@ -163,22 +173,32 @@ func AffinitySet(ns, name, proto, port string, ep netip.AddrPort) string {
 }
 
 // Renderer renders like Render, and keeps each Service's output to reuse it
-// when the same Service comes again unchanged under the same options. It is
-// not safe for concurrent use.
+// when the same Service comes again unchanged under the same options; the
+// fixed maps and sets of a Ruleset are those of the previous one with only
+// the changed Services' elements taken out and put in, and UpdateText
+// between two consecutive Rulesets of a Renderer looks only at those
+// Services (fixed.go). It is not safe for concurrent use.
 type Renderer struct {
 	opts  iptables.Options
 	cache map[svcKey]*svcOut
+	last  *Ruleset
 }
 
 type svcKey struct{ namespace, name string }
 
+func (k svcKey) compare(o svcKey) int {
+	return cmp.Or(cmp.Compare(k.namespace, o.namespace), cmp.Compare(k.name, o.name))
+}
+
 // svcOut is one Service's share of the ruleset.
 type svcOut struct {
-	in       iptables.Service
-	chains   []Chain
-	sets     []Set
-	elems    map[string][]Element // fixed map name → this Service's elements
-	hairpins []netip.Addr
+	key    svcKey
+	in     iptables.Service
+	chains []Chain
+	sets   []Set
+	// elems are this Service's elements of the fixed sets and maps, by
+	// name (the hairpin pairs of its endpoints included, deduplicated).
+	elems map[string][]Element
 }
 
 // NewRenderer returns a Renderer with an empty cache.
@@ -201,6 +221,7 @@ func mark(o iptables.Options) string {
 func (r *Renderer) Render(m iptables.Model, o iptables.Options) *Ruleset {
 	if !sameServiceOptions(r.opts, o) {
 		clear(r.cache)
+		r.last = nil
 	}
 	r.opts = o
 	order := make([]int, len(m.Services))
@@ -213,18 +234,60 @@ func (r *Renderer) Render(m iptables.Model, o iptables.Options) *Ruleset {
 	})
 	next := make(map[svcKey]*svcOut, len(order))
 	outs := make([]*svcOut, 0, len(order))
+	var changes []svcChange
 	for _, i := range order {
 		s := &m.Services[i]
 		k := svcKey{s.Namespace, s.Name}
+		if _, dup := next[k]; dup {
+			continue // one Service per name: the first
+		}
 		out, ok := r.cache[k]
 		if !ok || !equalService(&out.in, s) {
-			out = renderService(s, o)
+			n := renderService(s, o)
+			changes = append(changes, svcChange{old: out, new: n})
+			out = n
 		}
 		next[k] = out
 		outs = append(outs, out)
 	}
+	for k, out := range r.cache {
+		if _, ok := next[k]; !ok {
+			changes = append(changes, svcChange{old: out})
+		}
+	}
+	slices.SortFunc(changes, func(a, b svcChange) int { return a.key().compare(b.key()) })
 	r.cache = next
-	return assemble(outs, o)
+	rs := &Ruleset{Chains: fixedChains(o)}
+	nChains, nSets := len(rs.Chains), 0
+	for _, out := range outs {
+		nChains += len(out.chains)
+		nSets += len(out.sets)
+	}
+	rs.Chains = slices.Grow(rs.Chains, nChains-len(rs.Chains))
+	svcSets := make([]Set, 0, nSets)
+	for _, out := range outs {
+		rs.Chains = append(rs.Chains, out.chains...)
+		svcSets = append(svcSets, out.sets...)
+	}
+	var fixed []Set
+	if r.last != nil {
+		fixed, rs.delta = updateFixedSets(r.last.Sets[:len(fixedSetNames)], changes)
+		rs.prev, rs.changes = r.last, changes
+	} else {
+		fixed = buildFixedSets(outs)
+	}
+	nodeIPs := &fixed[slices.Index(fixedSetNames, SetNodePortIPs)]
+	nodeIPs.Elements = nil
+	for _, ip := range o.NodeIPs {
+		if ip.Is4() {
+			nodeIPs.Elements = append(nodeIPs.Elements, Element{Key: ip.String()})
+		}
+	}
+	slices.SortFunc(nodeIPs.Elements, func(a, b Element) int { return cmp.Compare(a.Key, b.Key) })
+	nodeIPs.Elements = slices.CompactFunc(nodeIPs.Elements, func(a, b Element) bool { return a.Key == b.Key })
+	rs.Sets = append(fixed, svcSets...)
+	r.last = rs
+	return rs
 }
 
 // nodeDst is the match of node-local destinations (NodePorts).
@@ -235,27 +298,25 @@ func nodeDst(o iptables.Options) string {
 	return "ip daddr @" + SetNodePortIPs
 }
 
-// assemble puts the fixed chains and the Services' outputs together.
-func assemble(outs []*svcOut, o iptables.Options) *Ruleset {
+// fixedChains are the chains every ruleset has, in order.
+func fixedChains(o iptables.Options) []Chain {
 	mk := mark(o)
-	services := []Chain{{Name: ChainServices}}
 	masqRule := "ip daddr " + o.ServiceCIDR.Masked().String()
 	if o.ClusterCIDR.IsValid() {
 		masqRule += " ip saddr != " + o.ClusterCIDR.Masked().String()
 	}
-	services[0].Rules = []string{
-		masqRule + " jump " + ChainMarkMasq,
-		"ip daddr . meta l4proto . th dport vmap @" + MapServiceIPs,
-		nodeDst(o) + " meta l4proto . th dport vmap @" + MapServiceNodePorts,
-	}
-	rs := &Ruleset{Chains: []Chain{
+	return []Chain{
 		{Name: "nat-prerouting", Hook: "type nat hook prerouting priority -100", Rules: []string{"jump " + ChainServices}},
 		{Name: "nat-output", Hook: "type nat hook output priority -100", Rules: []string{"jump " + ChainServices}},
 		{Name: "nat-postrouting", Hook: "type nat hook postrouting priority 100", Rules: []string{"jump " + ChainMasquerading}},
 		{Name: "filter-input", Hook: "type filter hook input priority -90", Rules: []string{"jump " + ChainEndpointCheck}},
 		{Name: "filter-forward", Hook: "type filter hook forward priority -90", Rules: []string{"jump " + ChainEndpointCheck, "jump " + ChainGuard}},
 		{Name: "filter-output", Hook: "type filter hook output priority -90", Rules: []string{"jump " + ChainEndpointCheck, "jump " + ChainGuard}},
-		services[0],
+		{Name: ChainServices, Rules: []string{
+			masqRule + " jump " + ChainMarkMasq,
+			"ip daddr . meta l4proto . th dport vmap @" + MapServiceIPs,
+			nodeDst(o) + " meta l4proto . th dport vmap @" + MapServiceNodePorts,
+		}},
 		{Name: ChainMasquerading, Rules: []string{
 			"ct status dnat ip saddr . ip daddr @" + SetHairpin + " masquerade fully-random",
 			"meta mark & " + mk + " == 0 return",
@@ -270,48 +331,7 @@ func assemble(outs []*svcOut, o iptables.Options) *Ruleset {
 			"ip daddr . meta l4proto . th dport @" + SetFirewallIPs + " drop",
 		}},
 		GuardChain(o),
-	}}
-	fixedSets := []Set{
-		{Name: MapServiceIPs, Kind: "map", Spec: "type ipv4_addr . inet_proto . inet_service : verdict"},
-		{Name: MapServiceNodePorts, Kind: "map", Spec: "type inet_proto . inet_service : verdict"},
-		{Name: MapNoEndpointServices, Kind: "map", Spec: "type ipv4_addr . inet_proto . inet_service : verdict"},
-		{Name: MapNoEndpointNodePorts, Kind: "map", Spec: "type inet_proto . inet_service : verdict"},
-		{Name: SetFirewallIPs, Kind: "set", Spec: "type ipv4_addr . inet_proto . inet_service"},
-		{Name: SetNodePortIPs, Kind: "set", Spec: "type ipv4_addr"},
-		{Name: SetHairpin, Kind: "set", Spec: "type ipv4_addr . ipv4_addr"},
 	}
-	fixed := map[string]*Set{}
-	for i := range fixedSets {
-		fixed[fixedSets[i].Name] = &fixedSets[i]
-	}
-	var hairpins []netip.Addr
-	var svcSets []Set
-	for _, out := range outs {
-		rs.Chains = append(rs.Chains, out.chains...)
-		svcSets = append(svcSets, out.sets...)
-		hairpins = append(hairpins, out.hairpins...)
-		for name, els := range out.elems {
-			fixed[name].Elements = append(fixed[name].Elements, els...)
-		}
-	}
-	for _, ip := range o.NodeIPs {
-		if ip.Is4() {
-			fixed[SetNodePortIPs].Elements = append(fixed[SetNodePortIPs].Elements, Element{Key: ip.String()})
-		}
-	}
-	slices.SortFunc(hairpins, netip.Addr.Compare)
-	for _, ip := range slices.Compact(hairpins) {
-		fixed[SetHairpin].Elements = append(fixed[SetHairpin].Elements, Element{Key: ip.String() + " . " + ip.String()})
-	}
-	for i := range fixedSets {
-		s := &fixedSets[i]
-		slices.SortFunc(s.Elements, func(a, b Element) int { return cmp.Compare(a.Key, b.Key) })
-		// Two Services claiming one key (a misconfiguration: the same
-		// external IP and port) would fail the transaction: the first wins.
-		s.Elements = slices.CompactFunc(s.Elements, func(a, b Element) bool { return a.Key == b.Key })
-	}
-	rs.Sets = append(fixedSets, svcSets...)
-	return rs
 }
 
 // GuardChain is kubette's guard: packets to the service CIDR that were not
@@ -375,7 +395,7 @@ func ipv4(ips []netip.Addr) []netip.Addr {
 
 // renderService renders one Service; its input is copied into the result.
 func renderService(in *iptables.Service, o iptables.Options) *svcOut {
-	out := &svcOut{in: *in, elems: map[string][]Element{}}
+	out := &svcOut{key: svcKey{in.Namespace, in.Name}, in: *in, elems: map[string][]Element{}}
 	out.in.ClusterIPs = slices.Clone(in.ClusterIPs)
 	out.in.LoadBalancerIPs = slices.Clone(in.LoadBalancerIPs)
 	out.in.ExternalIPs = slices.Clone(in.ExternalIPs)
@@ -535,7 +555,10 @@ func renderPort(out *svcOut, s *iptables.Service, p iptables.Port, cips, lbIPs, 
 		out.chains = append(out.chains, c)
 	}
 	for _, e := range append(slices.Clone(clusterEps), localEps...) {
-		out.hairpins = append(out.hairpins, e.IP)
+		k := e.IP.String() + " . " + e.IP.String()
+		if !slices.ContainsFunc(out.elems[SetHairpin], func(x Element) bool { return x.Key == k }) {
+			add(SetHairpin, k, "")
+		}
 	}
 }
 

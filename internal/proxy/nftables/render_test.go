@@ -267,18 +267,28 @@ func randomModel(r *rand.Rand) iptables.Model {
 }
 
 // TestUpdateTextReachesFullText applies random sequences of models: after
-// the full text of the first and the update texts of the next ones, the
-// simulated table holds exactly what the last model's full text builds.
+// the full text of the first and the update texts of the next ones (derived
+// from the previous Ruleset, or between whole Rulesets), the simulated table
+// holds exactly what the last model's full text builds.
 func TestUpdateTextReachesFullText(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		rd := NewRenderer()
-		prev := rd.Render(randomModel(r), testOptions)
+		prevModel := randomModel(r)
+		prev := rd.Render(prevModel, testOptions)
 		var host table
 		host.apply(t, FullText(prev))
-		for step := range 4 {
-			next := rd.Render(randomModel(r), testOptions)
-			text, ok := UpdateText(prev, next)
+		for step := range 6 {
+			nextModel := randomModel(r)
+			next := rd.Render(nextModel, testOptions)
+			from := prev
+			if step%2 == 1 {
+				// A Ruleset of another Renderer: the diff of whole rulesets
+				// (the others derive next from prev).
+				from = Render(prevModel, testOptions)
+			}
+			prevModel = nextModel
+			text, ok := UpdateText(from, next)
 			if !ok {
 				text = FullText(next)
 			}
@@ -326,5 +336,33 @@ func TestOneEndpointChangeWritesOnlyThatService(t *testing.T) {
 		"add element ip kube-proxy hairpin { 10.244.3.99 . 10.244.3.99 }\n"
 	if string(text) != want {
 		t.Errorf("update:\n%s\nwant:\n%s", text, want)
+	}
+}
+
+func TestNumFixedChains(t *testing.T) {
+	if n := len(fixedChains(testOptions)); n != numFixedChains {
+		t.Fatalf("fixedChains has %d chains, numFixedChains says %d", n, numFixedChains)
+	}
+}
+
+// TestIncrementalFixedSetsMatchFreshRender renders random model sequences
+// with one Renderer and checks each Ruleset against a fresh Renderer's:
+// the fixed sets derived from the previous Ruleset are the ones built from
+// scratch (shared hairpin pairs and keys claimed by two Services included).
+func TestIncrementalFixedSetsMatchFreshRender(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		rd := NewRenderer()
+		for step := range 5 {
+			m := randomModel(r)
+			if r.IntN(3) == 0 && len(m.Services) > 1 { // two Services claim one external IP and port
+				m.Services[1].ExternalIPs = []netip.Addr{ip("192.0.2.99")}
+				m.Services[0].ExternalIPs = []netip.Addr{ip("192.0.2.99")}
+			}
+			got, want := FullText(rd.Render(m, testOptions)), FullText(Render(m, testOptions))
+			if string(got) != string(want) {
+				t.Fatalf("seed %d step %d: the incremental ruleset differs from a fresh render:\n%s\nwant:\n%s", seed, step, got, want)
+			}
+		}
 	}
 }

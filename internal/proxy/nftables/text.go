@@ -123,6 +123,9 @@ func addElements(b *bytes.Buffer, set string, els []Element, keysOnly bool) {
 // FullText instead. An empty result (and changed true) means nothing
 // differs.
 func UpdateText(old, next *Ruleset) (text []byte, ok bool) {
+	if old != nil && next.prev == old {
+		return updateFromPrev(old, next)
+	}
 	var b bytes.Buffer
 	oldChains := make(map[string]*Chain, len(old.Chains))
 	for i := range old.Chains {
@@ -248,4 +251,88 @@ func (rs *Ruleset) Summary() string {
 	}
 	return strconv.Itoa(len(rs.Chains)) + " chains, " + strconv.Itoa(rules) + " rules, " +
 		strconv.Itoa(len(rs.Sets)) + " sets and maps, " + strconv.Itoa(elems) + " elements"
+}
+
+// numFixedChains is the length of fixedChains' result.
+const numFixedChains = 12
+
+// updateFromPrev is UpdateText for next derived from old by the Renderer:
+// only the fixed chains, the changed Services' chains and sets and the
+// fixed sets' delta are looked at.
+func updateFromPrev(old, next *Ruleset) ([]byte, bool) {
+	var b bytes.Buffer
+	var fill, gone []*Chain
+	var goneSets []*Set
+	for i := range numFixedChains {
+		o, c := &old.Chains[i], &next.Chains[i]
+		if o.Name != c.Name || o.Hook != c.Hook {
+			return nil, false
+		}
+		if !slices.Equal(o.Rules, c.Rules) {
+			b.WriteString("flush chain " + prefix + c.Name + "\n")
+			fill = append(fill, c)
+		}
+	}
+	for _, ch := range next.changes {
+		var oldChains []Chain
+		var oldSets []Set
+		if ch.old != nil {
+			oldChains, oldSets = ch.old.chains, ch.old.sets
+		}
+		var newChains []Chain
+		var newSets []Set
+		if ch.new != nil {
+			newChains, newSets = ch.new.chains, ch.new.sets
+		}
+		for i := range newChains {
+			c := &newChains[i]
+			j := slices.IndexFunc(oldChains, func(o Chain) bool { return o.Name == c.Name })
+			switch {
+			case j < 0:
+				declareChain(&b, c)
+				fill = append(fill, c)
+			case !slices.Equal(oldChains[j].Rules, c.Rules):
+				b.WriteString("flush chain " + prefix + c.Name + "\n")
+				fill = append(fill, c)
+			}
+		}
+		for i := range oldChains {
+			if !slices.ContainsFunc(newChains, func(c Chain) bool { return c.Name == oldChains[i].Name }) {
+				gone = append(gone, &oldChains[i])
+			}
+		}
+		for i := range newSets {
+			s := &newSets[i]
+			j := slices.IndexFunc(oldSets, func(o Set) bool { return o.Name == s.Name })
+			if j < 0 {
+				declareSet(&b, s)
+			} else if oldSets[j].Spec != s.Spec || oldSets[j].Kind != s.Kind {
+				return nil, false
+			}
+		}
+		for i := range oldSets {
+			if !slices.ContainsFunc(newSets, func(s Set) bool { return s.Name == oldSets[i].Name }) {
+				goneSets = append(goneSets, &oldSets[i])
+			}
+		}
+	}
+	for _, c := range fill {
+		addRules(&b, c)
+	}
+	for _, name := range fixedSetNames {
+		addElements(&b, name, next.delta[name].del, true)
+	}
+	for _, name := range fixedSetNames {
+		addElements(&b, name, next.delta[name].add, false)
+	}
+	for _, c := range gone {
+		b.WriteString("flush chain " + prefix + c.Name + "\n")
+	}
+	for _, c := range gone {
+		b.WriteString("delete chain " + prefix + c.Name + "\n")
+	}
+	for _, s := range goneSets {
+		b.WriteString("delete " + s.Kind + " " + prefix + s.Name + "\n")
+	}
+	return b.Bytes(), true
 }

@@ -21,12 +21,14 @@ import (
 	"github.com/kubette/kubette/internal/testenv/needs"
 )
 
-// nftTopology is a node namespace (the "host") with two pod namespaces
-// behind veth pairs: pod A (10.244.1.5) serves HTTP on 8080 and answers with
-// its name and the client address it sees; pod B (10.244.2.5) is a client.
+// nftTopology is a node namespace (the "host", 172.31.77.1 towards an
+// outside client namespace at 172.31.77.2) with two pod namespaces behind
+// veth pairs: pod A serves HTTP on 10.244.1.5:8080 ("a") and
+// 10.244.1.6:8080 ("b"), each answering with its name and the client
+// address it sees; pod B (10.244.2.5) is a client.
 type nftTopology struct {
-	node, podA, podB string
-	runner           ExecRunner
+	node, podA, podB, client string
+	runner                   ExecRunner
 }
 
 func newNftTopology(t *testing.T) nftTopology {
@@ -36,6 +38,7 @@ func newNftTopology(t *testing.T) nftTopology {
 	tp.node, tp.runner = testNetns(t)
 	tp.podA, _ = testNetns(t)
 	tp.podB, _ = testNetns(t)
+	tp.client, _ = testNetns(t)
 	suffix := rand.IntN(1 << 20)
 	link := func(pod, nodeSide, podSide, nodeAddr, podAddr, gw string) {
 		inNetns(t, tp.node, "ip", "link", "add", nodeSide, "type", "veth", "peer", "name", podSide, "netns", pod)
@@ -47,6 +50,8 @@ func newNftTopology(t *testing.T) nftTopology {
 	}
 	link(tp.podA, fmt.Sprintf("kna%x", suffix), fmt.Sprintf("kpa%x", suffix), "10.244.1.1/24", "10.244.1.5/24", "10.244.1.1")
 	link(tp.podB, fmt.Sprintf("knb%x", suffix), fmt.Sprintf("kpb%x", suffix), "10.244.2.1/24", "10.244.2.5/24", "10.244.2.1")
+	link(tp.client, fmt.Sprintf("knc%x", suffix), fmt.Sprintf("kpc%x", suffix), "172.31.77.1/24", "172.31.77.2/24", "172.31.77.1")
+	inNetns(t, tp.podA, "ip", "addr", "add", "10.244.1.6/24", "dev", fmt.Sprintf("kpa%x", suffix))
 	// The node routes the service CIDR somewhere, so that its own packets
 	// to a ClusterIP reach the nat and filter hooks (as a default route does
 	// on a real host).
@@ -55,6 +60,10 @@ func newNftTopology(t *testing.T) nftTopology {
 	servePodHTTP(t, tp.podA, "10.244.1.5:8080", func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		fmt.Fprintln(w, "a from "+host)
+	})
+	servePodHTTP(t, tp.podA, "10.244.1.6:8080", func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprintln(w, "b from "+host)
 	})
 	t.Cleanup(func() {
 		if err := nftables.Cleanup(context.Background(), nftables.ExecRunner{Prefix: tp.runner.Prefix}); err != nil {
@@ -246,5 +255,62 @@ func TestModeSwitchRemovesTheOtherMode(t *testing.T) {
 	}
 	if got, err := tp.from(tp.podB, "10.96.0.10:80"); err != nil || got != "a from 10.244.2.5" {
 		t.Errorf("through the iptables mode: %q, %v", got, err)
+	}
+}
+
+// TestNftablesModeTrafficPolicyAndAffinity checks externalTrafficPolicy
+// Local (an outside client's address reaches the endpoint; with Cluster it
+// is masqueraded) and sessionAffinity ClientIP (every request of one client
+// goes to one endpoint, while without affinity both endpoints answer).
+func TestNftablesModeTrafficPolicyAndAffinity(t *testing.T) {
+	tp := newNftTopology(t)
+	ctx := context.Background()
+	web := service("web", "10.96.0.10", 80)
+	web.Spec.Type = corev1.ServiceTypeNodePort
+	web.Spec.Ports[0].NodePort = 30080
+	web.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	webSlice := endpointSlice("web", "web-1", 8080, true, "10.244.1.5")
+	n1 := "n1"
+	webSlice.Endpoints[0].NodeName = &n1
+	sticky := service("sticky", "10.96.0.30", 80)
+	sticky.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	cs := fake.NewClientset(web, webSlice, sticky, endpointSlice("sticky", "sticky-1", 8080, true, "10.244.1.5", "10.244.1.6"),
+		service("spread", "10.96.0.31", 80), endpointSlice("spread", "spread-1", 8080, true, "10.244.1.5", "10.244.1.6"))
+	p, _ := startNftProxy(t, cs, tp)
+	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
+
+	if got, err := tp.from(tp.client, "172.31.77.1:30080"); err != nil || got != "a from 172.31.77.2" {
+		t.Errorf("NodePort with externalTrafficPolicy Local from outside: %q, %v; want the client's own address", got, err)
+	}
+	web.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	if _, err := cs.CoreV1().Services("default").Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a masqueraded source with externalTrafficPolicy Cluster", func() bool {
+		got, err := tp.from(tp.client, "172.31.77.1:30080")
+		return err == nil && got == "a from 10.244.1.1"
+	})
+
+	seen := map[string]int{}
+	for range 20 {
+		got, err := tp.from(tp.podB, "10.96.0.30:80")
+		if err != nil {
+			t.Fatalf("sticky: %v", err)
+		}
+		seen[got]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("with ClientIP affinity one client reached %v, want one endpoint", seen)
+	}
+	seen = map[string]int{}
+	for range 60 {
+		got, err := tp.from(tp.podB, "10.96.0.31:80")
+		if err != nil {
+			t.Fatalf("spread: %v", err)
+		}
+		seen[got]++
+	}
+	if seen["a from 10.244.2.5"] == 0 || seen["b from 10.244.2.5"] == 0 {
+		t.Errorf("without affinity 60 requests reached %v, want both endpoints", seen)
 	}
 }

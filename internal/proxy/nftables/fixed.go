@@ -55,22 +55,27 @@ func buildFixedSets(outs []*svcOut) []Set {
 		sets[i] = fixedSet(name)
 		type claim struct {
 			key string
+			ord int // the Service's place in name order
 			h   holder
 		}
 		var claims []claim
-		for _, out := range outs { // in Service order
+		for ord, out := range outs { // in Service order
 			for _, e := range out.elems[name] {
-				claims = append(claims, claim{e.Key, holder{out.key, e.Value}})
+				claims = append(claims, claim{e.Key, ord, holder{out.key, e.Value}})
 			}
 		}
-		slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.key, b.key) })
+		slices.SortFunc(claims, func(a, b claim) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.ord, b.ord)) })
+		// One backing array for the holders; each element's slice is capped,
+		// so that adding a holder copies (updateFixedSets clones anyway).
+		hs := make([]holder, len(claims))
 		els := make([]Element, 0, len(claims))
-		for _, c := range claims {
+		for j, c := range claims {
+			hs[j] = c.h
 			if n := len(els); n > 0 && els[n-1].Key == c.key {
-				els[n-1].holders = append(els[n-1].holders, c.h)
+				els[n-1].holders = hs[j-len(els[n-1].holders) : j+1 : j+1]
 				continue
 			}
-			els = append(els, Element{Key: c.key, Value: c.h.value, holders: []holder{c.h}})
+			els = append(els, Element{Key: c.key, Value: c.h.value, holders: hs[j : j+1 : j+1]})
 		}
 		sets[i].Elements = els
 	}

@@ -3,23 +3,66 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"sync"
 
 	eventsv1 "k8s.io/api/events/v1"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/tools/events"
 )
 
+// eventPosters is how many goroutines post the Events of an eventSink.
+const eventPosters = 8
+
 // eventSink is client-go's events.EventSinkImpl with a cheaper Create: the typed
 // client's Create encodes its empty CreateOptions into query parameters by reflection
 // on every call — 3.5 % of `up`'s CPU while binding at 5000 nodes, where each bound
 // pod gets a Scheduled Event — so Create posts the Event with the REST client itself.
-// Update and Patch stay the typed client's.
+// It does so on one of a few poster goroutines that stay: client-go's broadcaster
+// calls Create from a goroutine it starts per Event, whose stack grew by copying on
+// every post (0.8 % of `up`'s CPU there). Update and Patch stay the typed client's.
 type eventSink struct {
 	events.EventSinkImpl
+	ctx     context.Context
+	posts   chan eventPost
+	posters sync.WaitGroup
 }
 
-func newEventSink(c typedeventsv1.EventsV1Interface) *eventSink {
-	return &eventSink{EventSinkImpl: events.EventSinkImpl{Interface: c}}
+// eventPost is one Create handed to a poster, which sends the result on done.
+type eventPost struct {
+	ctx  context.Context
+	e    *eventsv1.Event
+	done chan eventPostResult
+}
+
+type eventPostResult struct {
+	out *eventsv1.Event
+	err error
+}
+
+// newEventSink returns a sink whose posters run until ctx is done; Create posts on
+// its caller's goroutine after that.
+func newEventSink(ctx context.Context, c typedeventsv1.EventsV1Interface) *eventSink {
+	s := &eventSink{EventSinkImpl: events.EventSinkImpl{Interface: c}, ctx: ctx, posts: make(chan eventPost)}
+	for range eventPosters {
+		s.posters.Go(s.poster)
+	}
+	return s
+}
+
+// wait returns once the posters have left (after the sink's context is done).
+func (s *eventSink) wait() { s.posters.Wait() }
+
+// poster posts Events until the sink's context is done.
+func (s *eventSink) poster() {
+	for {
+		select {
+		case p := <-s.posts:
+			out, err := s.post(p.ctx, p.e)
+			p.done <- eventPostResult{out, err}
+		case <-s.ctx.Done():
+			return
+		}
+	}
 }
 
 // Create posts the Event to its namespace.
@@ -27,6 +70,17 @@ func (s *eventSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Ev
 	if e.Namespace == "" {
 		return nil, errors.New("can't create an event with empty namespace")
 	}
+	p := eventPost{ctx: ctx, e: e, done: make(chan eventPostResult, 1)}
+	select {
+	case s.posts <- p:
+		r := <-p.done
+		return r.out, r.err
+	case <-s.ctx.Done():
+		return s.post(ctx, e)
+	}
+}
+
+func (s *eventSink) post(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
 	out := &eventsv1.Event{}
 	if err := s.Interface.RESTClient().Post().Namespace(e.Namespace).Resource("events").Body(e).Do(ctx).Into(out); err != nil {
 		return nil, err

@@ -39,13 +39,18 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) err
 	if o.SchedulerName == "" {
 		o.SchedulerName = DefaultSchedulerName
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	broadcaster := events.NewBroadcaster(newEventSink(client.EventsV1()))
+	sink := newEventSink(ctx, client.EventsV1())
+	defer func() {
+		cancel()
+		sink.wait()
+	}()
+	broadcaster := events.NewBroadcaster(sink)
 	o.Client, o.Informers = client, factory
 	o.Recorder = broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	sched, err := New(ctx, o)
 	if err != nil {
 		return err

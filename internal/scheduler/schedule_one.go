@@ -95,12 +95,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.undoAssume(ctx, state, assumed, result.host, false)
 		return
 	}
-	s.binds.Add(1)
-	go func() {
-		defer s.binds.Done()
-		defer func() { <-s.bindSlots }()
-		s.bindingCycle(ctx, state, pInfo, assumed, result)
-	}()
+	s.startBind(ctx, func() { s.bindingCycle(ctx, state, pInfo, assumed, result) })
 }
 
 // clearNominatedNode clears a pod's nomination when its attempt fails after

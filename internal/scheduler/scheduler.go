@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,9 +126,14 @@ type Scheduler struct {
 	// across cycles (the scheduling goroutine owns them).
 	filterStatuses []*framework.Status
 	filterPassed   []bool
-	// bindSlots bounds the binding goroutines; binds tracks them.
-	bindSlots chan struct{}
-	binds     sync.WaitGroup
+	// bindSlots bounds the binds in flight and binds counts them; binderGroup and
+	// binders track the goroutines that run them and stay for the next one, which
+	// bindJobs hands to an idle one (see startBind).
+	bindSlots   chan struct{}
+	binds       sync.WaitGroup
+	binderGroup sync.WaitGroup
+	binders     atomic.Int64
+	bindJobs    chan func()
 }
 
 // New builds a scheduler: its plugins, queue and cache, and registers its event
@@ -187,6 +193,7 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 			PodMaxInUnschedulablePodsDuration: o.PodMaxInUnschedulablePodsDuration, PreEnqueue: preEnqueue}),
 		snapshot:  cache.NewEmptySnapshot(),
 		bindSlots: make(chan struct{}, o.MaxBindsInFlight),
+		bindJobs:  make(chan func()),
 	}
 	// The pod informer leaves out terminal pods, as upstream's: they use no resources.
 	// It must exist before the plugins ask the factory for pods.
@@ -243,6 +250,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.scheduleOne(ctx)
 	}
 	s.binds.Wait()
+	s.binderGroup.Wait()
 	return nil
 }
 

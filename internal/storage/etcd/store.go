@@ -234,13 +234,16 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 	if err := s.usable(); err != nil {
 		return 0, fmt.Errorf("etcd update %q: %w", key, err)
 	}
+	// Each compare is a range read of the key in etcd (its value decoded as well): a mod
+	// revision above 0 can only match a key that exists, so the second compare, which
+	// keeps an update from creating an absent key, is needed only for expectedRevision 0.
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision)}
+	if expectedRevision <= 0 {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), ">", 0))
+	}
 	resp, err := s.txnWithTTL(ctx, opts, func(put ...clientv3.OpOption) clientv3.Txn {
 		return s.client.Txn(ctx).
-			If(
-				clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
-				// An absent key has mod revision 0: never let an update create it.
-				clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
-			).
+			If(cmps...).
 			Then(clientv3.OpPut(key, bytesAsString(value), put...)).
 			Else(clientv3.OpGet(key))
 	})

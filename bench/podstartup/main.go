@@ -51,7 +51,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubette/kubette/bench/internal/benchutil"
 )
@@ -134,9 +136,22 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel i
 // phase does not share the machine with the teardown of this one.
 func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, span [2]time.Time, _ error) {
 	label := map[string]string{"bench": prefix}
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
+	// A retry watcher from the list's resource version: a watch the API server ends early (its
+	// watch cache restarts when etcd stalls on a loaded machine) is resumed where it stopped
+	// instead of leaving the phase waiting for events that never come.
+	selector := "bench=" + prefix
+	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, 0, span, err
+		return nil, 0, span, fmt.Errorf("list pods: %w", err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return client.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		return nil, 0, span, fmt.Errorf("watch pods: %w", err)
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -147,7 +162,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 		defer close(done)
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*v1.Pod)
-			if !ok || ev.Type == watch.Deleted {
+			if !ok || ev.Type == watch.Deleted || ev.Type == watch.Error {
 				continue
 			}
 			if p.Status.Phase == v1.PodRunning {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,11 +156,12 @@ func TestNftablesModeServesClusterIPAndNodePort(t *testing.T) {
 		}
 	}
 
-	// Removal removes: the Service's chain and map elements go, its
+	// Removal removes: the Service's map elements go (and the endpoint map
+	// and chain of its endpoint count, which no other Service uses), its
 	// ClusterIP is refused.
-	svcChain := nftables.ServiceChain("default", "web", "tcp", "http")
-	if !strings.Contains(tp.table(t), svcChain) {
-		t.Fatalf("the table lacks %s:\n%s", svcChain, tp.table(t))
+	svcChain := nftables.EndpointMap(nftables.FamilyEndpoints, 1)
+	if tbl := tp.table(t); !strings.Contains(tbl, svcChain) || !strings.Contains(tbl, "10.96.0.10 . tcp . 80 . 0 : 10.244.1.5 . 8080") {
+		t.Fatalf("the table lacks %s or the Service's endpoint:\n%s", svcChain, tbl)
 	}
 	if err := cs.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -312,5 +314,67 @@ func TestNftablesModeTrafficPolicyAndAffinity(t *testing.T) {
 	}
 	if seen["a from 10.244.2.5"] == 0 || seen["b from 10.244.2.5"] == 0 {
 		t.Errorf("without affinity 60 requests reached %v, want both endpoints", seen)
+	}
+}
+
+// TestNftablesModeEndpointCountChangesLoseNoRequest changes a Service's
+// endpoints between one and two (and from one endpoint to the other) while a
+// pod keeps sending requests to its ClusterIP: each change moves the
+// Service's keys from one endpoint map to another (or changes an element)
+// in one partial sync, and no request is refused or lost meanwhile.
+func TestNftablesModeEndpointCountChangesLoseNoRequest(t *testing.T) {
+	tp := newNftTopology(t)
+	ctx := context.Background()
+	cs := fake.NewClientset(service("web", "10.96.0.10", 80), endpointSlice("web", "web-1", 8080, true, "10.244.1.5"))
+	p, _ := startNftProxy(t, cs, tp)
+	eventually(t, "the first sync", func() bool { return p.Stats().FullRestores == 1 })
+
+	pr := &prober{answers: map[string]int{}}
+	pctx, stopProbe := context.WithCancel(ctx)
+	probeDone := make(chan error, 1)
+	go pr.probe(pctx, tp.podB, "10.96.0.10:80", probeDone)
+	t.Cleanup(func() { stopProbe(); <-probeDone })
+	a, b := "a from 10.244.2.5", "b from 10.244.2.5"
+	pr.waitAnswers(t, "answers from the one endpoint", a, 10)
+	for _, step := range []struct {
+		ips  []string
+		want []string
+	}{
+		{[]string{"10.244.1.5", "10.244.1.6"}, []string{a, b}},
+		{[]string{"10.244.1.6"}, []string{b}},
+		{[]string{"10.244.1.6", "10.244.1.5"}, []string{a, b}},
+		{[]string{"10.244.1.5"}, []string{a}},
+	} {
+		if _, err := cs.DiscoveryV1().EndpointSlices("default").Update(ctx, endpointSlice("web", "web-1", 8080, true, step.ips...), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Once only the new endpoints answer (the old set may answer
+		// until the sync), each of them answers 10 times.
+		eventually(t, fmt.Sprintf("only %v answering", step.ips), func() bool {
+			pr.reset()
+			time.Sleep(200 * time.Millisecond)
+			got, _ := pr.snapshot()
+			for who := range got {
+				if !slices.Contains(step.want, who) {
+					return false
+				}
+			}
+			return len(got) > 0
+		})
+		pr.reset()
+		for _, who := range step.want {
+			pr.waitAnswers(t, "answers from "+who, who, 10)
+		}
+	}
+	stopProbe()
+	if err := <-probeDone; err != nil {
+		t.Fatal(err)
+	}
+	probeDone <- nil // for the clean-up's receive
+	if _, failures := pr.snapshot(); len(failures) > 0 {
+		t.Errorf("%d requests failed across the endpoint changes, first: %v", len(failures), failures[:min(5, len(failures))])
+	}
+	if s := p.Stats(); s.FullRestores != 1 || s.LastError != nil {
+		t.Errorf("stats %+v: want every change written as a partial sync", s)
 	}
 }

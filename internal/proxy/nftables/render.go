@@ -129,6 +129,10 @@ type Ruleset struct {
 	prev    *Ruleset
 	changes []svcChange
 	delta   map[string]elementDelta
+	// shared is the number of shared sets at the start of Sets: the fixed
+	// ones, then the endpoint maps in use (whose chains follow the fixed
+	// chains in Chains, in the same order).
+	shared int
 }
 
 func hash8(s string) string {
@@ -257,26 +261,31 @@ func (r *Renderer) Render(m iptables.Model, o iptables.Options) *Ruleset {
 	}
 	slices.SortFunc(changes, func(a, b svcChange) int { return a.key().compare(b.key()) })
 	r.cache = next
-	rs := &Ruleset{Chains: fixedChains(o)}
-	nChains, nSets := len(rs.Chains), 0
+	var shared []Set
+	rs := &Ruleset{}
+	if r.last != nil {
+		shared, rs.delta = updateSharedSets(r.last.Sets[:r.last.shared], changes)
+		rs.prev, rs.changes = r.last, changes
+	} else {
+		shared = buildSharedSets(outs)
+	}
+	rs.shared = len(shared)
+	rs.Chains = fixedChains(o)
+	nChains, nSets := len(rs.Chains)+len(shared)-len(fixedSetNames), 0
 	for _, out := range outs {
 		nChains += len(out.chains)
 		nSets += len(out.sets)
 	}
 	rs.Chains = slices.Grow(rs.Chains, nChains-len(rs.Chains))
+	for _, s := range shared[len(fixedSetNames):] {
+		rs.Chains = append(rs.Chains, endpointMapChain(s.Name))
+	}
 	svcSets := make([]Set, 0, nSets)
 	for _, out := range outs {
 		rs.Chains = append(rs.Chains, out.chains...)
 		svcSets = append(svcSets, out.sets...)
 	}
-	var fixed []Set
-	if r.last != nil {
-		fixed, rs.delta = updateFixedSets(r.last.Sets[:len(fixedSetNames)], changes)
-		rs.prev, rs.changes = r.last, changes
-	} else {
-		fixed = buildFixedSets(outs)
-	}
-	nodeIPs := &fixed[slices.Index(fixedSetNames, SetNodePortIPs)]
+	nodeIPs := &shared[slices.Index(fixedSetNames, SetNodePortIPs)]
 	nodeIPs.Elements = nil
 	for _, ip := range o.NodeIPs {
 		if ip.Is4() {
@@ -285,7 +294,7 @@ func (r *Renderer) Render(m iptables.Model, o iptables.Options) *Ruleset {
 	}
 	slices.SortFunc(nodeIPs.Elements, func(a, b Element) int { return cmp.Compare(a.Key, b.Key) })
 	nodeIPs.Elements = slices.CompactFunc(nodeIPs.Elements, func(a, b Element) bool { return a.Key == b.Key })
-	rs.Sets = append(fixed, svcSets...)
+	rs.Sets = append(shared, svcSets...)
 	r.last = rs
 	return rs
 }
@@ -465,9 +474,19 @@ func renderPort(out *svcOut, s *iptables.Service, p iptables.Port, cips, lbIPs, 
 	}
 	usesExt := hasEndpoints && external
 	usesFW := hasEndpoints && len(lbIPs) > 0 && len(ranges) > 0
-	lbChain := extChain
+	lbChain, npChain := extChain, extChain
 	if usesFW {
 		lbChain = fwChain
+	}
+	// An ordinary port (Cluster policies, no affinity, no source ranges)
+	// has no chain of its own: its keys goto the shared chain of its
+	// endpoint count, whose map picks the endpoint.
+	mapPath := hasEndpoints && !s.InternalLocal && !externalLocal && s.AffinityTimeoutSeconds == 0 && !usesFW
+	if mapPath {
+		n := len(clusterEps)
+		internalChain = EndpointMap(FamilyEndpoints, n)
+		extChain, lbChain = EndpointMap(FamilyExternalEndpoints, n), EndpointMap(FamilyExternalEndpoints, n)
+		npChain = EndpointMap(FamilyNodePortEndpoints, n)
 	}
 	// What endpoints-check does with traffic no endpoint takes.
 	verdict := "goto " + ChainReject
@@ -508,7 +527,7 @@ func renderPort(out *svcOut, s *iptables.Service, p iptables.Port, cips, lbIPs, 
 	if p.NodePort > 0 {
 		k := proto + " . " + strconv.Itoa(int(p.NodePort))
 		if hasEndpoints {
-			add(MapServiceNodePorts, k, "goto "+extChain)
+			add(MapServiceNodePorts, k, "goto "+npChain)
 		}
 		if !hasExternal {
 			add(MapNoEndpointNodePorts, k, verdict)
@@ -517,42 +536,58 @@ func renderPort(out *svcOut, s *iptables.Service, p iptables.Port, cips, lbIPs, 
 	if !hasEndpoints {
 		return
 	}
-	if len(clusterEps) > 0 {
-		out.chains = append(out.chains, endpointChain(out, svcChain, s, proto, portName, clusterEps))
-	}
-	if len(localEps) > 0 {
-		out.chains = append(out.chains, endpointChain(out, localChain, s, proto, portName, localEps))
-	}
-	if usesExt {
-		c := Chain{Name: extChain}
-		if !externalLocal {
-			c.Rules = append(c.Rules, "jump "+ChainMarkMasq)
-		} else {
-			if o.ClusterCIDR.IsValid() {
-				c.Rules = append(c.Rules, "ip saddr "+o.ClusterCIDR.Masked().String()+" goto "+svcChain)
+	if mapPath {
+		for i, e := range clusterEps {
+			idx := " . " + strconv.Itoa(i)
+			v := e.IP.String() + " . " + strconv.Itoa(int(e.Port))
+			for _, ip := range cips {
+				add(internalChain, key(ip, p.Port)+idx, v)
 			}
-			c.Rules = append(c.Rules, "fib saddr type local jump "+ChainMarkMasq, "fib saddr type local goto "+svcChain)
-		}
-		if hasExternal {
-			c.Rules = append(c.Rules, "goto "+externalPolicyChain)
-		}
-		out.chains = append(out.chains, c)
-	}
-	if usesFW {
-		c := Chain{Name: fwChain}
-		fromNode := false
-		for _, r := range ranges {
-			c.Rules = append(c.Rules, "ip saddr "+r.String()+" goto "+extChain)
-			for _, ip := range o.NodeIPs {
-				fromNode = fromNode || r.Contains(ip)
+			for _, ip := range append(slices.Clone(extIPs), lbIPs...) {
+				add(extChain, key(ip, p.Port)+idx, v)
+			}
+			if p.NodePort > 0 {
+				add(npChain, proto+" . "+strconv.Itoa(int(p.NodePort))+idx, v)
 			}
 		}
-		if fromNode {
-			for _, ip := range lbIPs {
-				c.Rules = append(c.Rules, "ip saddr "+ip.String()+" goto "+extChain)
-			}
+	} else {
+		if len(clusterEps) > 0 {
+			out.chains = append(out.chains, endpointChain(out, svcChain, s, proto, portName, clusterEps))
 		}
-		out.chains = append(out.chains, c)
+		if len(localEps) > 0 {
+			out.chains = append(out.chains, endpointChain(out, localChain, s, proto, portName, localEps))
+		}
+		if usesExt {
+			c := Chain{Name: extChain}
+			if !externalLocal {
+				c.Rules = append(c.Rules, "jump "+ChainMarkMasq)
+			} else {
+				if o.ClusterCIDR.IsValid() {
+					c.Rules = append(c.Rules, "ip saddr "+o.ClusterCIDR.Masked().String()+" goto "+svcChain)
+				}
+				c.Rules = append(c.Rules, "fib saddr type local jump "+ChainMarkMasq, "fib saddr type local goto "+svcChain)
+			}
+			if hasExternal {
+				c.Rules = append(c.Rules, "goto "+externalPolicyChain)
+			}
+			out.chains = append(out.chains, c)
+		}
+		if usesFW {
+			c := Chain{Name: fwChain}
+			fromNode := false
+			for _, r := range ranges {
+				c.Rules = append(c.Rules, "ip saddr "+r.String()+" goto "+extChain)
+				for _, ip := range o.NodeIPs {
+					fromNode = fromNode || r.Contains(ip)
+				}
+			}
+			if fromNode {
+				for _, ip := range lbIPs {
+					c.Rules = append(c.Rules, "ip saddr "+ip.String()+" goto "+extChain)
+				}
+			}
+			out.chains = append(out.chains, c)
+		}
 	}
 	for _, e := range append(slices.Clone(clusterEps), localEps...) {
 		k := e.IP.String() + " . " + e.IP.String()

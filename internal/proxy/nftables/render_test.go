@@ -329,11 +329,12 @@ func TestOneEndpointChangeWritesOnlyThatService(t *testing.T) {
 	if !ok {
 		t.Fatal("UpdateText refused")
 	}
-	want := "flush chain ip kube-proxy " + ServiceChain("default", "web07", "tcp", "http") + "\n" +
-		"add rule ip kube-proxy " + ServiceChain("default", "web07", "tcp", "http") + " numgen random mod 2 0 meta l4proto tcp dnat to 10.244.1.8:8080\n" +
-		"add rule ip kube-proxy " + ServiceChain("default", "web07", "tcp", "http") + " meta l4proto tcp dnat to 10.244.3.99:8080\n" +
-		"delete element ip kube-proxy hairpin { 10.244.2.8 . 10.244.2.8 }\n" +
-		"add element ip kube-proxy hairpin { 10.244.3.99 . 10.244.3.99 }\n"
+	// Two endpoints before and after: the element of index 1 changes its
+	// value in endpoints-2, no rule is written.
+	want := "delete element ip kube-proxy hairpin { 10.244.2.8 . 10.244.2.8 }\n" +
+		"delete element ip kube-proxy endpoints-2 { 10.96.0.8 . tcp . 80 . 1 }\n" +
+		"add element ip kube-proxy hairpin { 10.244.3.99 . 10.244.3.99 }\n" +
+		"add element ip kube-proxy endpoints-2 { 10.96.0.8 . tcp . 80 . 1 : 10.244.3.99 . 8080 }\n"
 	if string(text) != want {
 		t.Errorf("update:\n%s\nwant:\n%s", text, want)
 	}

@@ -273,6 +273,26 @@ func updateFromPrev(old, next *Ruleset) ([]byte, bool) {
 			fill = append(fill, c)
 		}
 	}
+	// The endpoint maps in use and their chains (the same index in the
+	// maps after the fixed sets and the chains after the fixed chains).
+	nFixed := len(fixedSetNames)
+	oldMaps, newMaps := old.Sets[nFixed:old.shared], next.Sets[nFixed:next.shared]
+	goneMap := map[string]bool{}
+	for i := range newMaps {
+		if !slices.ContainsFunc(oldMaps, func(s Set) bool { return s.Name == newMaps[i].Name }) {
+			declareSet(&b, &newMaps[i])
+			c := &next.Chains[numFixedChains+i]
+			declareChain(&b, c)
+			fill = append(fill, c)
+		}
+	}
+	for i := range oldMaps {
+		if !slices.ContainsFunc(newMaps, func(s Set) bool { return s.Name == oldMaps[i].Name }) {
+			goneMap[oldMaps[i].Name] = true
+			gone = append(gone, &old.Chains[numFixedChains+i])
+			goneSets = append(goneSets, &oldMaps[i])
+		}
+	}
 	for _, ch := range next.changes {
 		var oldChains []Chain
 		var oldSets []Set
@@ -319,10 +339,15 @@ func updateFromPrev(old, next *Ruleset) ([]byte, bool) {
 	for _, c := range fill {
 		addRules(&b, c)
 	}
-	for _, name := range fixedSetNames {
-		addElements(&b, name, next.delta[name].del, true)
+	// Deletes first: a key that moves from one endpoint map to another, or
+	// whose value changes, is never in two places.
+	for i := range old.shared {
+		if name := old.Sets[i].Name; !goneMap[name] {
+			addElements(&b, name, next.delta[name].del, true)
+		}
 	}
-	for _, name := range fixedSetNames {
+	for i := range next.shared {
+		name := next.Sets[i].Name
 		addElements(&b, name, next.delta[name].add, false)
 	}
 	for _, c := range gone {

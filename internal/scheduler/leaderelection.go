@@ -20,14 +20,18 @@ import (
 )
 
 // RunWithLeaderElection runs a scheduler against the API server of cfg until ctx
-// is done: it builds clients with high client-side limits (QPS 5000, burst 10000),
-// the informers and the event recorder from cfg (o.Client, o.Informers and
-// o.Recorder are ignored), starts the informers at once, and schedules — with
+// is done: it builds clients without a client-side rate limit, the informers and
+// the event recorder from cfg (o.Client, o.Informers and o.Recorder are ignored),
+// starts the informers at once, and schedules — with
 // o.LeaderElect, only while holding the Lease (kube-system/kube-scheduler by
 // default). Losing the lease is an error, as upstream (whose process then exits).
 func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) error {
 	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = 5000, 10000
+	// No client-side rate limit: the binds in flight bound the scheduler's requests
+	// (one binding and one Event per pod), and a limiter costs every request a
+	// formatted message and a URL template for its latency metric (1.5 % of `up`'s
+	// CPU while binding at 5000 nodes, where the limit of 5000/s never delayed one).
+	c.QPS, c.Burst, c.RateLimiter = -1, 0, nil
 	c = rest.AddUserAgent(c, "kubette-scheduler")
 	// Protobuf, as upstream's components: strict JSON decoding was a third of a bind's server CPU.
 	pc := rest.CopyConfig(c)

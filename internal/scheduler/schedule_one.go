@@ -301,7 +301,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 
 	// Every chunk handed out was examined whole (unless an error stopped it).
 	examined := min(int(next.Load()), numAll)
-	feasible := make([]*framework.NodeInfo, 0, min(numToFind, examined))
+	feasible := s.feasible[:0]
 	cut := examined
 	for i := 0; i < examined; i++ {
 		if passed[i] {
@@ -312,6 +312,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 			}
 		}
 	}
+	s.feasible = feasible
 	for i := 0; i < cut; i++ {
 		if st := statuses[i]; st != nil {
 			diagnosis.NodeToStatus[nodes[(start+i)%numAll].NodeName()] = st

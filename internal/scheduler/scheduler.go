@@ -126,6 +126,9 @@ type Scheduler struct {
 	// across cycles (the scheduling goroutine owns them).
 	filterStatuses []*framework.Status
 	filterPassed   []bool
+	// feasible is the array of the feasible nodes that findNodesThatPassFilters
+	// returns, reused by the next cycle (a cycle's list is not kept past it).
+	feasible []*framework.NodeInfo
 	// bindSlots bounds the binds in flight and binds counts them; binderGroup and
 	// binders track the goroutines that run them and stay for the next one, which
 	// bindJobs hands to an idle one (see startBind).

@@ -102,7 +102,8 @@ type PostFilterPlugin interface {
 	PostFilter(ctx context.Context, state *CycleState, pod *corev1.Pod, filtered NodeToStatus) (*PostFilterResult, *Status)
 }
 
-// PreScorePlugin computes per-pod state once before scoring the feasible nodes.
+// PreScorePlugin computes per-pod state once before scoring the feasible nodes. The
+// nodes slice is the scheduler's, reused by the next cycle: a plugin must not keep it.
 type PreScorePlugin interface {
 	Plugin
 	PreScore(ctx context.Context, state *CycleState, pod *corev1.Pod, nodes []*NodeInfo) *Status

@@ -63,7 +63,8 @@ type Config struct {
 func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock") }
 
 // Run serves CRI on DATA_DIR/cri.sock until ctx ends. Containers keep running after it
-// returns; a later Run adopts them.
+// returns; a later Run adopts them. It first mounts a tmpfs on the directories of runc's state
+// and of the sandboxes unless they are already (volatile.go).
 func Run(ctx context.Context, cfg Config) error {
 	var rec *steps.Recorder
 	if cfg.Client != nil {
@@ -75,6 +76,17 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.NodeName = h
 		}
 		rec = steps.New(cfg.Client, cfg.NodeName, cfg.Logger)
+	}
+	dataDir, err := filepath.Abs(defaultDataDir(cfg.DataDir))
+	if err != nil {
+		return fmt.Errorf("runtime: data dir: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := mountVolatile(filepath.Join(dataDir, "runtime"), logger); err != nil {
+		return err
 	}
 	p, err := open(ctx, cfg, true, rec)
 	if err != nil {
@@ -128,9 +140,7 @@ type parts struct {
 // open fills cfg's defaults and opens the stores and the CRI server, and with withStreaming
 // the streaming server (listening); rec, when not nil, is told the pods' steps.
 func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Recorder) (parts, error) {
-	if cfg.DataDir == "" {
-		cfg.DataDir = "/var/lib/kubette"
-	}
+	cfg.DataDir = defaultDataDir(cfg.DataDir)
 	if cfg.Runc == "" {
 		cfg.Runc = "runc"
 	}
@@ -202,6 +212,14 @@ func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Record
 		return parts{}, err
 	}
 	return parts{cfg: cfg, srv: srv, net: net, stream: stream, rt: rt}, nil
+}
+
+// defaultDataDir is dir, or /var/lib/kubette for "".
+func defaultDataDir(dir string) string {
+	if dir == "" {
+		return "/var/lib/kubette"
+	}
+	return dir
 }
 
 // shimPool is how many container shims the runtime keeps started ahead of CreateContainer

@@ -21,7 +21,8 @@ import (
 // sweep removes what the records of a data dir no longer name, so that `kubette down` leaves
 // the machine clean even after a crash or a half-deleted data dir: every container still in
 // runc's state under the data dir is killed and deleted, every mount below the data dir's
-// runtime directory (root filesystems, network namespaces) is unmounted, deepest first, and
+// runtime directory (root filesystems, network namespaces, the tmpfs of runc's state and of
+// the sandboxes, after runc's containers are gone) is unmounted, deepest first, and
 // the pod masquerade of the bridge (its nat chain and jumps) is removed.
 func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 	var errs []error

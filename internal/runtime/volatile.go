@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// volatileDirs are the directories below DATA_DIR/runtime whose contents describe only what
+// runs now and die with it at a reboot: runc's state (runc --root) and the sandboxes' records
+// and files (meta.json, hostname, hosts, resolv.conf). Run mounts a tmpfs on each, as
+// containerd keeps its runc root and task bundles below /run: every container's start creates
+// and replaces files there (runc's state.json and exec FIFO, the sandbox's files and its
+// meta.json, written through a temporary file and fsynced), and on a disk file system each new
+// inode and fsync costs CPU (on ext4 without a journal the allocator also skips every inode
+// freed in the last half minute, which pod churn makes expensive). Images, the containers'
+// writable layers, their records and logs stay on disk.
+var volatileDirs = []struct {
+	name string
+	mode uint32
+}{{"runc", 0o711}, {"sandboxes", 0o755}}
+
+// volatileSize caps each tmpfs: runc's state is a few KB per container, a sandbox's files
+// about as much.
+const volatileSize = "64m"
+
+// mountVolatile mounts a tmpfs on each of dir's volatileDirs that is not one already. A
+// directory that holds entries on disk (records of a kubette that did not mount it: its pods
+// may still run) is left as it is, and so is one another file system is mounted on; Run works
+// either way, only the files cost more. The sweep of `kubette down` unmounts them.
+func mountVolatile(dir string, log *slog.Logger) error {
+	for _, d := range volatileDirs {
+		p := filepath.Join(dir, d.name)
+		if err := os.MkdirAll(p, os.FileMode(d.mode)); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err != nil {
+			return fmt.Errorf("runtime: statfs %s: %w", p, err)
+		}
+		if st.Type == unix.TMPFS_MAGIC {
+			continue
+		}
+		mounted, err := isMountPoint(p)
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		if mounted || len(entries) > 0 {
+			log.Info("runtime state stays on disk", "dir", p, "mountPoint", mounted, "entries", len(entries))
+			continue
+		}
+		opts := fmt.Sprintf("mode=%o,size=%s", d.mode, volatileSize)
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("runtime: mount a tmpfs on %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// isMountPoint reports whether p is the root of a mount: its device differs from its
+// parent's (or it is /).
+func isMountPoint(p string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return false, fmt.Errorf("stat %s: %w", p, err)
+	}
+	if err := unix.Lstat(filepath.Dir(p), &parent); err != nil {
+		return false, fmt.Errorf("stat %s: %w", filepath.Dir(p), err)
+	}
+	return st.Dev != parent.Dev || st.Ino == parent.Ino, nil
+}

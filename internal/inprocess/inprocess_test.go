@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,4 +178,71 @@ func TestCancelledBeforeHeader(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the handler's context was not cancelled")
 	}
+}
+
+// goroutineID is the number runtime.Stack prints for the calling goroutine.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
+// TestWorkersServeRequestsInTurn sends requests one after another, then several at
+// once: each gets its own answer; requests that follow finished ones are served by
+// the same worker goroutine; a handler that panics leaves its worker usable.
+func TestWorkersServeRequestsInTurn(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		workers = map[string]int{}
+	)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		workers[goroutineID()]++
+		mu.Unlock()
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		fmt.Fprint(w, r.URL.Path)
+	})
+	c := client(h, "u")
+	get := func(path string) (int, string, error) {
+		resp, err := c.Get("http://in-process" + path)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	for i := range 50 {
+		if code, body, err := get(fmt.Sprintf("/r%d", i)); err != nil || code != 200 || body != fmt.Sprintf("/r%d", i) {
+			t.Fatalf("request %d: %d %q %v", i, code, body, err)
+		}
+	}
+	if code, _, _ := get("/panic"); code != http.StatusInternalServerError {
+		t.Fatalf("panic: %d", code)
+	}
+	if code, body, err := get("/after"); err != nil || code != 200 || body != "/after" {
+		t.Fatalf("after the panic: %d %q %v", code, body, err)
+	}
+	mu.Lock()
+	// A worker is idle again just after its handler returned, which the client may
+	// see first (and send the next request to a new worker): some reuse, not all.
+	if len(workers) >= 52 {
+		t.Fatalf("52 sequential requests ran on %d goroutines", len(workers))
+	}
+	mu.Unlock()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if code, body, err := get(fmt.Sprintf("/p%d", i)); err != nil || code != 200 || body != fmt.Sprintf("/p%d", i) {
+				t.Errorf("parallel request %d: %d %q %v", i, code, body, err)
+			}
+		})
+	}
+	wg.Wait()
 }

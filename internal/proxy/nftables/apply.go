@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/kubette/kubette/internal/proxy/iptables"
@@ -79,9 +80,9 @@ func (a *Applier) InstallGuard(ctx context.Context, o iptables.Options) error {
 	out, err := a.run.Nft(ctx, nil, "list", "chain", "ip", Table, "filter-output")
 	if err == nil && strings.Contains(string(out), "jump "+ChainGuard) {
 		var b bytes.Buffer
-		declareChain(&b, &guard)
+		declareChain(&b, &guard, "")
 		b.WriteString("flush chain " + prefix + guard.Name + "\n")
-		addRules(&b, &guard)
+		addRules(&b, &guard, "")
 		_, err = a.run.Nft(ctx, b.Bytes(), "-f", "-")
 	} else {
 		_, err = a.run.Nft(ctx, GuardText(guard), "-f", "-")
@@ -97,27 +98,100 @@ func (a *Applier) InstallGuard(ctx context.Context, o iptables.Options) error {
 // to the last applied ruleset.
 func (a *Applier) Sync(ctx context.Context, m iptables.Model, o iptables.Options, full bool) (Result, error) {
 	rs := a.renderer.Render(m, o)
-	var text []byte
 	if !full && a.applied != nil {
-		var ok bool
-		if text, ok = UpdateText(a.applied, rs); ok && len(text) == 0 {
+		rs.suffix = a.applied.suffix // the generation the shared sets are in
+		text, ok := UpdateText(a.applied, rs)
+		if ok && len(text) == 0 {
 			a.applied = rs // the same rules: later updates derive from it
 			return Result{}, nil
-		} else if !ok {
-			full = true
 		}
-	} else {
-		full = true
+		if ok {
+			a.applied = nil // unknown until nft succeeded
+			if _, err := a.run.Nft(ctx, text, "-f", "-"); err != nil {
+				return Result{}, fmt.Errorf("apply nftables rules: %w", err)
+			}
+			a.applied = rs
+			return Result{Bytes: len(text)}, nil
+		}
 	}
-	if full {
-		text = FullText(rs)
-	}
-	a.applied = nil // unknown until nft succeeded
-	if _, err := a.run.Nft(ctx, text, "-f", "-"); err != nil {
-		return Result{Full: full}, fmt.Errorf("apply nftables rules: %w", err)
+	a.applied = nil
+	n, err := a.fullSync(ctx, rs)
+	if err != nil {
+		return Result{Full: true}, fmt.Errorf("apply nftables rules: %w", err)
 	}
 	a.applied = rs
-	return Result{Full: full, Bytes: len(text)}, nil
+	return Result{Full: true, Bytes: n}, nil
+}
+
+// Generation suffixes of the shared sets and the endpoint maps' chains
+// written by a full sync through netlink: the one not in use.
+const (
+	suffixA = "__a"
+	suffixB = "__b"
+)
+
+// fullSync replaces whatever the table holds with rs and returns the bytes
+// written. Packets see the old rules or the new ones, never a mix or a
+// moment without either:
+//
+//   - A Runner that cannot write elements through netlink gets FullText:
+//     one transaction that deletes the table and builds it again.
+//   - Otherwise the shared sets (the fixed sets and the endpoint maps:
+//     nearly all the elements) and the endpoint maps' chains are written as
+//     a new generation of themselves, named with the suffix the table does
+//     not use: (0) nft deletes what a failed full sync left of that
+//     generation; (1) nft declares the table, every chain (the verdict
+//     maps' targets), the new generation's sets and its endpoint chains
+//     with their rules; (2) one netlink transaction adds the sets'
+//     elements; (3) one nft transaction flushes every other chain, writes
+//     the rules of the fixed and the Services' chains again (now referring
+//     to the new generation), declares the Services' own sets again, and
+//     deletes the old generation and every chain and set the ruleset no
+//     longer has. Steps 0 to 2 change nothing a packet sees: no rule refers
+//     to the new generation before step 3.
+func (a *Applier) fullSync(ctx context.Context, rs *Ruleset) (int, error) {
+	ew, ok := a.run.(ElementWriter)
+	if !ok || !ew.CanWriteElements() {
+		rs.suffix = ""
+		text := FullText(rs)
+		if _, err := a.run.Nft(ctx, text, "-f", "-"); err != nil {
+			return 0, err
+		}
+		return len(text), nil
+	}
+	have, err := ew.ListTable(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rs.suffix = suffixA
+	if have.InUse == suffixA {
+		rs.suffix = suffixB
+	}
+	n := 0
+	if left := LeftoverText(have, rs.suffix); len(left) > 0 {
+		if _, err := a.run.Nft(ctx, left, "-f", "-"); err != nil {
+			return 0, fmt.Errorf("delete a failed sync's leftovers: %w", err)
+		}
+		n += len(left)
+		for name := range have.Sets {
+			if strings.HasSuffix(name, rs.suffix) {
+				delete(have.Sets, name)
+			}
+		}
+		have.Chains = slices.DeleteFunc(have.Chains, func(c string) bool { return strings.HasSuffix(c, rs.suffix) })
+	}
+	prepare := PrepareText(rs)
+	if _, err := a.run.Nft(ctx, prepare, "-f", "-"); err != nil {
+		return 0, fmt.Errorf("declare the new generation: %w", err)
+	}
+	if err := ew.WriteElements(ctx, rs.suffix, rs.Sets[:rs.shared]); err != nil {
+		return 0, err
+	}
+	sw := SwitchText(rs, have)
+	if _, err := a.run.Nft(ctx, sw, "-f", "-"); err != nil {
+		return 0, fmt.Errorf("switch to the new generation: %w", err)
+	}
+	return n + len(prepare) + len(sw), nil
 }
 
 // Cleanup deletes the proxy's table; a host without it (or without nft) is

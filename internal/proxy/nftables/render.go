@@ -129,6 +129,9 @@ type Ruleset struct {
 	prev    *Ruleset
 	changes []svcChange
 	delta   map[string]elementDelta
+	// suffix is the generation suffix of the shared sets' names in the
+	// kernel ("" when written by FullText; see Applier).
+	suffix string
 	// shared is the number of shared sets at the start of Sets: the fixed
 	// ones, then the endpoint maps in use (whose chains follow the fixed
 	// chains in Chains, in the same order).

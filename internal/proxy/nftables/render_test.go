@@ -176,6 +176,13 @@ func (tb *table) apply(t *testing.T, text []byte) {
 			if len(tb.chains[name]) > 0 {
 				t.Fatalf("%s: chain not empty", line)
 			}
+			for set, els := range tb.sets {
+				for k, v := range els {
+					if v == "goto "+name || v == "jump "+name {
+						t.Fatalf("%s: element %s of %s still refers to it", line, k, set)
+					}
+				}
+			}
 			delete(tb.chains, name)
 		case "add rule":
 			mustHave(t, tb.chains, name, line)
@@ -187,7 +194,15 @@ func (tb *table) apply(t *testing.T, text []byte) {
 			}
 		case "delete set", "delete map":
 			mustHave(t, tb.sets, name, line)
+			for c, rules := range tb.chains {
+				for _, r := range rules {
+					if strings.Contains(r+" ", "@"+name+" ") {
+						t.Fatalf("%s: rule %q of %s still refers to it", line, r, c)
+					}
+				}
+			}
 			delete(tb.sets, name)
+			delete(tb.specs, name)
 		case "add element", "delete element":
 			mustHave(t, tb.sets, name, line)
 			for _, e := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(arg, "{ "), " }"), ", ") {

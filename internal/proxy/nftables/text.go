@@ -434,8 +434,9 @@ type Listing struct {
 }
 
 // LeftoverText is nft input that deletes what a failed full sync left of
-// generation sfx in the table have (sets first: the verdict maps refer to
-// the chains); nil when nothing is left. No rule refers to that
+// generation sfx in the table have (its chains' rules, which look up its
+// sets, then the sets, whose verdicts refer to the chains, then the
+// chains); nil when nothing is left. No rule refers to that
 // generation while another one serves.
 func LeftoverText(have Listing, sfx string) []byte {
 	var b bytes.Buffer
@@ -446,13 +447,13 @@ func LeftoverText(have Listing, sfx string) []byte {
 		}
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		b.WriteString("delete " + have.Sets[name] + " " + prefix + name + "\n")
-	}
 	for _, name := range have.Chains {
 		if strings.HasSuffix(name, sfx) {
 			b.WriteString("flush chain " + prefix + name + "\n")
 		}
+	}
+	for _, name := range names {
+		b.WriteString("delete " + have.Sets[name] + " " + prefix + name + "\n")
 	}
 	for _, name := range have.Chains {
 		if strings.HasSuffix(name, sfx) {

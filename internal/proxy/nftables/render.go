@@ -1,8 +1,8 @@
 // Package nftables renders kubette's Service rules for the proxy's nftables
 // mode (upstream kube-proxy's nftables mode, KEP-3866, in its own shape) and
-// applies them with `nft -f`: one table, ip kube-proxy, whose verdict maps
-// send a packet to its Service's chain in one lookup instead of walking a
-// rule per Service.
+// applies them: one table, ip kube-proxy, whose verdict maps send a packet
+// to the chain that DNATs it in one lookup, and whose endpoint maps pick the
+// endpoint in another, so that an ordinary Service is map elements only.
 //
 // The renderer is a pure function of the same model internal/proxy/iptables
 // renders (iptables.Model and iptables.Options) to a Ruleset: named chains
@@ -22,27 +22,35 @@
 //     it in each service chain); then the verdict map service-ips (ClusterIP,
 //     external IP and load-balancer IP . protocol . port) and, for
 //     node-local destinations, service-nodeports (protocol . port) goto the
-//     Service's chain.
+//     chain that picks the endpoint.
+//   - Ordinary service ports (Cluster traffic policies, no session
+//     affinity, no load-balancer source ranges) have no chain of their own:
+//     their keys goto endpoints-N (ClusterIPs), external-endpoints-N
+//     (external and load-balancer IPs: masqueraded) or nodeport-endpoints-N
+//     (NodePorts: masqueraded), one chain per endpoint count N in use, whose
+//     one rule DNATs through the map of the same name, keyed by the packet's
+//     key and `numgen random mod N` (endpoint i of the port is element
+//     key . i). An endpoint change is then element deletes and adds in one
+//     transaction; a count change moves the port's keys from one map to the
+//     other and its verdict to the other chain in that same transaction, so
+//     a packet never looks up an index the map lacks. Upstream has a chain
+//     per endpoint and a `numgen … vmap` per Service; the spike that chose
+//     this shape is in bench/proxy/README.md.
 //   - service-<hash>-<ns>/<name>/<proto>/<port> (Cluster policy) and
-//     local-<hash>-… (Local policy): the endpoint choice, rule i of n
+//     local-<hash>-… (Local policy) for the other ports: rule i of n
 //     `numgen random mod (n-i) 0 … dnat to ip:port`, the last one
 //     unconditional — the same distribution as the iptables mode's
-//     probabilities. Upstream uses one `numgen random mod n vmap { … }` and a
-//     chain per endpoint; both were measured (bench/proxy/README.md): an
-//     anonymous map per Service makes the kernel walk the whole transaction
-//     for each (__nft_set_trans_bind, 113 s of system time for 10000
-//     Services in one transaction) and a chain per endpoint triples the
-//     objects the kernel builds, so the DNAT is in the service chain and the
-//     hairpin check (an endpoint reaching itself through its Service) is one
-//     set of endpoint . endpoint pairs in masquerading.
+//     probabilities.
+//   - The hairpin check (an endpoint reaching itself through its Service)
+//     is one set of endpoint . endpoint pairs in masquerading.
 //   - sessionAffinity ClientIP: one set per endpoint with the Service's
 //     timeout (as upstream), checked before the random choice and refreshed
 //     by every connection that DNATs to that endpoint.
-//   - external-<hash>-…: NodePort, external IP and load-balancer traffic:
-//     masquerade and go to the service chain (Cluster policy); Local policy
-//     keeps the client's address and goes to local-…, except traffic from
-//     pods and from the node itself, which goes to service-… (masqueraded
-//     when from the node), as upstream.
+//   - external-<hash>-…: NodePort, external IP and load-balancer traffic of
+//     the other ports: masquerade and go to the service chain (Cluster
+//     policy); Local policy keeps the client's address and goes to local-…,
+//     except traffic from pods and from the node itself, which goes to
+//     service-… (masqueraded when from the node), as upstream.
 //   - firewall-<hash>-…: load-balancer traffic of a Service with
 //     loadBalancerSourceRanges: the allowed sources goto external-…, the rest
 //     falls through undisturbed and endpoints-check drops it (the set
@@ -54,6 +62,14 @@
 //   - service-cidr-guard (kubette's own): rejects packets to the service
 //     CIDR that were not DNATed and, with RejectUnroutedPodCIDR, packets to
 //     cluster-CIDR addresses outside the routed pod CIDRs.
+//
+// How it is written (Applier): a partial sync is one `nft -f` transaction
+// of what differs. A full sync writes the shared sets (the fixed sets and
+// the endpoint maps, nearly every element) through netlink as a new
+// generation of themselves (names suffixed __a or __b) that the rules are
+// switched to in one small nft transaction (Applier.fullSync); a Runner
+// netlink cannot follow into its namespace gets FullText, one transaction
+// that replaces the table.
 //
 // Not rendered: the iptables mode's KUBE-FORWARD accepts and the accept of
 // health check node ports (an nftables accept does not override another

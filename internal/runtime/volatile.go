@@ -10,21 +10,24 @@ import (
 )
 
 // volatileDirs are the directories below DATA_DIR/runtime whose contents describe only what
-// runs now and die with it at a reboot: runc's state (runc --root) and the sandboxes' records
-// and files (meta.json, hostname, hosts, resolv.conf). Run mounts a tmpfs on each, as
-// containerd keeps its runc root and task bundles below /run: every container's start creates
-// and replaces files there (runc's state.json and exec FIFO, the sandbox's files and its
-// meta.json, written through a temporary file and fsynced), and on a disk file system each new
+// runs now and die with it at a reboot: runc's state (runc --root), the sandboxes' records
+// and files (meta.json, hostname, hosts, resolv.conf), the network namespaces' bind mounts and
+// the CNI state (the conflist, host-local's address reservations, the sandboxes' network
+// records, libcni's cache). Run mounts a tmpfs on each, as containerd keeps its runc root and
+// task bundles below /run and iproute2 its namespaces in /run/netns: every pod's start creates
+// and replaces files there (runc's state.json and exec FIFO, the sandbox's files, its
+// meta.json and network record, written through a temporary file and fsynced, host-local's
+// reservation, libcni's result), and on a disk file system each new
 // inode and fsync costs CPU (on ext4 without a journal the allocator also skips every inode
 // freed in the last half minute, which pod churn makes expensive). Images, the containers'
 // writable layers, their records and logs stay on disk.
 var volatileDirs = []struct {
 	name string
 	mode uint32
-}{{"runc", 0o711}, {"sandboxes", 0o755}}
+}{{"runc", 0o711}, {"sandboxes", 0o755}, {"netns", 0o700}, {"cni", 0o700}}
 
 // volatileSize caps each tmpfs: runc's state is a few KB per container, a sandbox's files
-// about as much.
+// and its network state about as much.
 const volatileSize = "64m"
 
 // mountVolatile mounts a tmpfs on each of dir's volatileDirs that is not one already. A

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,9 +13,9 @@ import (
 	"github.com/kubette/kubette/internal/testenv/needs"
 )
 
-// TestMountVolatile mounts a tmpfs on runc's and the sandboxes' directories of a fresh runtime
-// directory, leaves them alone on a second call, and leaves a directory that already holds
-// records on disk.
+// TestMountVolatile mounts a tmpfs on each volatile directory of a fresh runtime directory,
+// leaves them alone on a second call, and leaves a directory that already holds records on
+// disk.
 func TestMountVolatile(t *testing.T) {
 	needs.Root(t)
 	dir := filepath.Join(t.TempDir(), "runtime")
@@ -37,8 +38,8 @@ func TestMountVolatile(t *testing.T) {
 			t.Fatalf("mountVolatile: %v", err)
 		}
 	}
-	if got := tmpfsMounts(t, dir); len(got) != 1 || got[0] != filepath.Join(dir, "runc") {
-		t.Errorf("tmpfs mounts below %s = %q, want only runc's (once)", dir, got)
+	if got := tmpfsMounts(t, dir); len(got) != len(volatileDirs)-1 || slices.Contains(got, filepath.Join(dir, "sandboxes")) {
+		t.Errorf("tmpfs mounts below %s = %q, want each volatile directory's but the sandboxes' (once)", dir, got)
 	}
 	if _, err := os.Stat(record); err != nil {
 		t.Errorf("the record on disk: %v", err)
@@ -51,8 +52,7 @@ func TestMountVolatile(t *testing.T) {
 		t.Errorf("runc root mode %v, want 0711", fi.Mode().Perm())
 	}
 
-	// Once that directory is empty (the runtime removed its sandboxes), a new directory gets
-	// both.
+	// A new directory gets them all.
 	dir2 := filepath.Join(t.TempDir(), "runtime")
 	t.Cleanup(func() {
 		for _, d := range volatileDirs {
@@ -62,8 +62,8 @@ func TestMountVolatile(t *testing.T) {
 	if err := mountVolatile(dir2, log); err != nil {
 		t.Fatalf("mountVolatile: %v", err)
 	}
-	if got := tmpfsMounts(t, dir2); len(got) != 2 {
-		t.Errorf("tmpfs mounts below %s = %q, want runc's and the sandboxes'", dir2, got)
+	if got := tmpfsMounts(t, dir2); len(got) != len(volatileDirs) {
+		t.Errorf("tmpfs mounts below %s = %q, want one on each of %d volatile directories", dir2, got, len(volatileDirs))
 	}
 }
 

@@ -9,14 +9,25 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kubette/kubette/internal/testenv/needs"
 	"github.com/kubette/kubette/internal/testenv/testimage"
 )
 
-// TestServicesRouteToReadyPods drives the Service flow on a real node: ClusterIP and NodePort
-// traffic from the host and from a pod (by IP and by DNS name) reaches every ready pod,
-// scaling and readiness change who gets traffic, and deleting the Service removes its rules.
+// TestServicesRouteToReadyPods drives the Service flow on a real node, once per proxy mode
+// (iptables, the default, and nftables): ClusterIP and NodePort traffic from the host and from
+// a pod (by IP and by DNS name) reaches every ready pod, scaling and readiness change who gets
+// traffic, and deleting the Service removes its rules.
 func TestServicesRouteToReadyPods(t *testing.T) {
-	nc := startNodeCluster(t, "--dns-port", strconv.Itoa(freePort(t)))
+	for _, mode := range []string{"iptables", "nftables"} {
+		t.Run(mode, func(t *testing.T) { testServicesRouteToReadyPods(t, mode) })
+	}
+}
+
+func testServicesRouteToReadyPods(t *testing.T, mode string) {
+	if mode == "nftables" {
+		needs.Binary(t, "nft", "nftables")
+	}
+	nc := startNodeCluster(t, "--dns-port", strconv.Itoa(freePort(t)), "--proxy-mode", mode)
 	registry := testimage.Registry(t)
 	testimage.Push(t, registry, "kubette/server:v1", testimage.HTTPServer(t))
 	image := registry + "/kubette/server:v1"

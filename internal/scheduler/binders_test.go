@@ -8,7 +8,7 @@ import (
 )
 
 // TestBindersReuseGoroutines runs many binds through startBind with two slots: every
-// bind runs once, never more than two at a time, on at most two binder goroutines,
+// bind runs once, never more than two at a time, with at most two binder goroutines,
 // which leave when the context ends.
 func TestBindersReuseGoroutines(t *testing.T) {
 	const slots, jobs = 2, 200
@@ -50,7 +50,7 @@ func TestBindersReuseGoroutines(t *testing.T) {
 	if b := s.binders.Load(); b != 0 {
 		t.Fatalf("%d binders left after the context ended", b)
 	}
-	// After the end, a bind still runs (on a goroutine of its own).
+	// After the end, a bind still runs (on a binder that leaves at once).
 	done := make(chan struct{})
 	s.bindSlots <- struct{}{}
 	s.startBind(ctx, func() { close(done) })

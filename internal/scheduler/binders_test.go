@@ -12,7 +12,7 @@ import (
 // which leave when the context ends.
 func TestBindersReuseGoroutines(t *testing.T) {
 	const slots, jobs = 2, 200
-	s := &Scheduler{bindSlots: make(chan struct{}, slots), bindJobs: make(chan func())}
+	s := &Scheduler{bindSlots: make(chan struct{}, slots), bindJobs: make(chan func()), binderLeft: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var (
@@ -58,5 +58,27 @@ func TestBindersReuseGoroutines(t *testing.T) {
 	s.binds.Wait()
 	if len(s.bindSlots) != 0 {
 		t.Fatalf("%d slots still held", len(s.bindSlots))
+	}
+}
+
+// TestBindAfterBindersLeft binds with one slot under a context that then ends, and at
+// once under another: the second bind runs whether the first binder has left yet or
+// not (startBind counts the binders again when one leaves).
+func TestBindAfterBindersLeft(t *testing.T) {
+	s := &Scheduler{bindSlots: make(chan struct{}, 1), bindJobs: make(chan func()), binderLeft: make(chan struct{}, 1)}
+	for range 200 {
+		ctx1, cancel1 := context.WithCancel(context.Background())
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		s.bindSlots <- struct{}{}
+		s.startBind(ctx1, func() {})
+		s.binds.Wait()
+		cancel1()
+		ran := make(chan struct{})
+		s.bindSlots <- struct{}{}
+		s.startBind(ctx2, func() { close(ran) })
+		<-ran
+		s.binds.Wait()
+		cancel2()
+		s.binderGroup.Wait()
 	}
 }

@@ -137,6 +137,7 @@ type Scheduler struct {
 	binderGroup sync.WaitGroup
 	binders     atomic.Int64
 	bindJobs    chan func()
+	binderLeft  chan struct{} // one buffered signal that a binder left
 }
 
 // New builds a scheduler: its plugins, queue and cache, and registers its event
@@ -194,9 +195,10 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 		queue: queue.New(queue.Options{Clock: o.Clock, Logger: o.Logger,
 			PodInitialBackoff: o.PodInitialBackoff, PodMaxBackoff: o.PodMaxBackoff,
 			PodMaxInUnschedulablePodsDuration: o.PodMaxInUnschedulablePodsDuration, PreEnqueue: preEnqueue}),
-		snapshot:  cache.NewEmptySnapshot(),
-		bindSlots: make(chan struct{}, o.MaxBindsInFlight),
-		bindJobs:  make(chan func()),
+		snapshot:   cache.NewEmptySnapshot(),
+		bindSlots:  make(chan struct{}, o.MaxBindsInFlight),
+		bindJobs:   make(chan func()),
+		binderLeft: make(chan struct{}, 1),
 	}
 	// The pod informer leaves out terminal pods, as upstream's: they use no resources.
 	// It must exist before the plugins ask the factory for pods.

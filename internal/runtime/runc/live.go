@@ -2,6 +2,7 @@ package runc
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -111,4 +112,41 @@ func procStartTime(pid int) (string, bool) {
 		return "", false
 	}
 	return f[19], true
+}
+
+// runcInitComm is the command name of runc's init (`runc init`, stage 2) until it execs the
+// container's process.
+const runcInitComm = "runc:[2:INIT]"
+
+// execWaitLimit bounds how long awaitExec waits for an init that does not exec.
+const execWaitLimit = 10 * time.Second
+
+// awaitExec waits until the process pid is no longer runc's init: it has exec'd the
+// container's process, or it is gone. `runc start` returns once the init has written runc's
+// exec FIFO and the FIFO has been closed, and runc closes its descriptors (the FIFO's among
+// them, since the CVE-2024-21626 fix) before the execve: a signal in between reaches runc's
+// init, a Go program, and a pid 1 that ignores the signal's default action makes Go's runtime
+// exit with status 2 instead (a container stopped just after its start ended with exit code 2
+// instead of its process's SIGTERM handling). Another runtime's init has another name: no
+// wait. Waiting ends with ctx or after execWaitLimit; the container counts as started either
+// way, as runc says.
+func awaitExec(ctx context.Context, pid int) {
+	path := "/proc/" + strconv.Itoa(pid) + "/comm"
+	deadline := time.Now().Add(execWaitLimit)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 5*time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err != nil || strings.TrimSpace(string(b)) != runcInitComm {
+			return
+		}
+		if _, alive := procStartTime(pid); !alive || time.Now().After(deadline) {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }

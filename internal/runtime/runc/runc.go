@@ -200,7 +200,8 @@ func tail(path string) string {
 	return s
 }
 
-// Start starts a created container's process with `runc start`.
+// Start starts a created container's process with `runc start`, and returns once runc's init
+// has exec'd it (awaitExec).
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	bundle, err := r.bundleOf(ctx, id)
 	if err != nil {
@@ -214,6 +215,9 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if _, err := r.run(ctx, "start", id); err != nil {
 		_ = os.Remove(marker)
 		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	if pid, err := readPid(filepath.Join(filepath.Dir(bundle), initPidFile)); err == nil {
+		awaitExec(ctx, pid)
 	}
 	r.noteStarted(id, bundle)
 	return nil

@@ -353,7 +353,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	defer c.op.Unlock()
 	// A container never started and not known to have ended is created as far as the server
 	// knows: asking runc first would cost a `runc state` on every pod's start path. Should
-	// its init have died meanwhile, `runc start` fails and the container ends as StartError.
+	// its init have died meanwhile, the start fails and the container ends as StartError.
 	s.mu.Lock()
 	fresh := !c.meta.Started && c.meta.Final == nil
 	s.mu.Unlock()

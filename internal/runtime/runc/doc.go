@@ -10,7 +10,9 @@
 // container's log file in the CRI format, reaps the container's init and writes exit.json beside
 // the bundle (in the container directory) before it exits. A bundle whose process has a
 // terminal (CRI tty) is created with --console-socket instead: the shim holds the pty master
-// runc sends and copies it to the log as stdout (console.go). State, Delete, Exec and List run
+// runc sends and copies it to the log as stdout (console.go). Start does what `runc start` does
+// itself, through runc's exec FIFO (fifo.go; `runc start` when it cannot), and returns once
+// runc's init has exec'd the container's process (awaitExec). State, Delete, Exec and List run
 // runc directly; State merges `runc state` with exit.json, except for a container this Runtime
 // started whose init still lives, which it reports running without asking runc. Kill signals an
 // init this Runtime started through a pidfd, falling back to `runc kill`. The shim is ShimBinary beside the
@@ -27,7 +29,7 @@
 //
 // Files the package keeps in the container directory (the parent of the bundle): exit.json
 // (the shim), shim.log (the shim's own stdout and stderr), shim.pid, init.pid, runc.log (runc's
-// log during create), started (the time Start ran runc start), attach.sock (the shim's) and,
+// log during create), started (the time Start began), attach.sock (the shim's) and,
 // while an exec runs, its exec-*/ directory.
 //
 // # Running the shim from a test binary

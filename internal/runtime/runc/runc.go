@@ -200,23 +200,32 @@ func tail(path string) string {
 	return s
 }
 
-// Start starts a created container's process with `runc start`, and returns once runc's init
-// has exec'd it (awaitExec).
+// Start starts a created container's process as `runc start` does, through runc's exec FIFO
+// (fifo.go) when it can, else with `runc start`, and returns once runc's init has exec'd the
+// process (awaitExec).
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	bundle, err := r.bundleOf(ctx, id)
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	marker := filepath.Join(filepath.Dir(bundle), startedFile)
-	// Written before runc start so that StartedAt never follows FinishedAt.
+	// Written before the start so that StartedAt never follows FinishedAt.
 	if err := writeFileAtomic(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	if _, err := r.run(ctx, "start", id); err != nil {
+	pid, perr := readPid(filepath.Join(filepath.Dir(bundle), initPidFile))
+	err = errFifoUnusable
+	if perr == nil {
+		err = r.startByFifo(ctx, id, pid)
+	}
+	if errors.Is(err, errFifoUnusable) {
+		_, err = r.run(ctx, "start", id)
+	}
+	if err != nil {
 		_ = os.Remove(marker)
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	if pid, err := readPid(filepath.Join(filepath.Dir(bundle), initPidFile)); err == nil {
+	if perr == nil {
 		awaitExec(ctx, pid)
 	}
 	r.noteStarted(id, bundle)

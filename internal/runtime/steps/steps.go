@@ -33,7 +33,7 @@ const (
 	NetworkReady Kind = iota
 	// ContainerCreated is `runc create` of a container (CreateContainer).
 	ContainerCreated
-	// ContainerStarted is `runc start` (StartContainer).
+	// ContainerStarted is runc's start (StartContainer): through its exec FIFO, or `runc start`.
 	ContainerStarted
 	// ContainerStopped is `runc kill` until the container exited (StopContainer).
 	ContainerStopped

@@ -173,12 +173,21 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	if _, err := k.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.triggerObj(obj) },
-		UpdateFunc: func(_, obj any) { k.triggerObj(obj) },
+		UpdateFunc: func(_, obj any) { k.podUpdated(obj) },
 		DeleteFunc: func(obj any) { k.triggerObj(obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("kubelet: pod handler: %w", err)
 	}
 	return k, nil
+}
+
+// podUpdated triggers a sync of an updated pod, unless the update is the watch's echo of the
+// kubelet's own status write (isOwnWrite), which carries nothing new to act on.
+func (k *Kubelet) podUpdated(obj any) {
+	if p, ok := obj.(*v1.Pod); ok && k.isOwnWrite(p) {
+		return
+	}
+	k.triggerObj(obj)
 }
 
 func (k *Kubelet) triggerObj(obj any) {

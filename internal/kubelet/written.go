@@ -38,3 +38,15 @@ func (k *Kubelet) newerPod(informer *v1.Pod) *v1.Pod {
 	}
 	return w
 }
+
+// isOwnWrite reports whether an informer's pod is the very pod a status write of the kubelet
+// returned (same UID and resourceVersion): the watch's echo of that write. It carries nothing
+// the kubelet does not know, so it triggers no sync. Without this, each status write cost one
+// more sync, and a failing sync, which writes the status before its retry is scheduled, was
+// retried at once by its own write's echo instead of after its back-off delay.
+func (k *Kubelet) isOwnWrite(pod *v1.Pod) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w := k.written[pod.UID]
+	return w != nil && pod.ResourceVersion != "" && w.ResourceVersion == pod.ResourceVersion
+}

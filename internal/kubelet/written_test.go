@@ -113,3 +113,37 @@ func TestFirstRunningStatusIsReady(t *testing.T) {
 		t.Errorf("first status: phase %s, containers %+v, conditions %+v; want Running and Ready", st.Phase, st.ContainerStatuses, st.Conditions)
 	}
 }
+
+// The watch's echo of the kubelet's own status write triggers no sync (a failing sync, which
+// writes its status, would otherwise be retried at once instead of after its back-off); any
+// later version of the pod does.
+func TestOwnStatusWriteEchoTriggersNoSync(t *testing.T) {
+	h := newHarness(t)
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("app", "img:1")}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	h.k.mu.Lock()
+	h.k.runCtx = ctx
+	h.k.mu.Unlock()
+	t.Cleanup(func() {
+		cancel()
+		h.k.workersWG.Wait()
+	})
+	hasWorker := func() bool {
+		h.k.mu.Lock()
+		defer h.k.mu.Unlock()
+		return h.k.workers[pod.UID] != nil
+	}
+	written := pod.DeepCopy()
+	written.ResourceVersion = "10"
+	h.k.noteWritten(written)
+	h.k.podUpdated(written.DeepCopy())
+	if hasWorker() {
+		t.Fatal("the echo of the kubelet's own status write triggered a sync")
+	}
+	later := pod.DeepCopy()
+	later.ResourceVersion = "11"
+	h.k.podUpdated(later)
+	if !hasWorker() {
+		t.Fatal("a later version of the pod triggered no sync")
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins"
@@ -216,8 +215,12 @@ func (p *profile) parallelizeN(ctx context.Context, n int, work func(i int)) {
 	if r := n/p.parallelism + 1; chunk > r {
 		chunk = r
 	}
-	chunk = max(chunk, 1)
-	workqueue.ParallelizeUntil(ctx, p.parallelism, n, work, workqueue.WithChunkSize(chunk))
+	runChunks(ctx, p.parallelism, n, chunk, func(lo, hi int) bool {
+		for i := lo; i < hi; i++ {
+			work(i)
+		}
+		return true
+	})
 }
 
 // runPreFilter runs the PreFilter plugins. A plugin that returns Skip has its

@@ -261,46 +261,31 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 	filters := s.profile.activeFilters(state)
 	p := s.profile.parallelism
 	chunk := max(1, min(int(math.Sqrt(float64(numAll))), numToFind/(2*p)))
-	workers := min(p, (numAll+chunk-1)/chunk)
 	var (
-		next, found atomic.Int64
-		stop        atomic.Bool
-		errOnce     sync.Once
-		firstErr    error
-		wg          sync.WaitGroup
+		found    atomic.Int64
+		errOnce  sync.Once
+		firstErr error
 	)
-	for range workers {
-		wg.Go(func() {
-			for !stop.Load() && ctx.Err() == nil {
-				lo := int(next.Add(int64(chunk))) - chunk
-				if lo >= numAll {
-					return
-				}
-				fit := 0
-				for i := lo; i < min(lo+chunk, numAll); i++ {
-					st := s.profile.filterWithNominatedPods(ctx, state, pod, nodes[(start+i)%numAll], filters)
-					switch {
-					case st.IsSuccess():
-						passed[i] = true
-						fit++
-					case st.Code() == framework.Error:
-						errOnce.Do(func() { firstErr = st.AsError() })
-						stop.Store(true)
-						return
-					default:
-						statuses[i] = st
-					}
-				}
-				if found.Add(int64(fit)) >= int64(numToFind) {
-					stop.Store(true)
-				}
+	handedOut := runChunks(ctx, p, numAll, chunk, func(lo, hi int) bool {
+		fit := 0
+		for i := lo; i < hi; i++ {
+			st := s.profile.filterWithNominatedPods(ctx, state, pod, nodes[(start+i)%numAll], filters)
+			switch {
+			case st.IsSuccess():
+				passed[i] = true
+				fit++
+			case st.Code() == framework.Error:
+				errOnce.Do(func() { firstErr = st.AsError() })
+				return false
+			default:
+				statuses[i] = st
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return found.Add(int64(fit)) < int64(numToFind)
+	})
 
 	// Every chunk handed out was examined whole (unless an error stopped it).
-	examined := min(int(next.Load()), numAll)
+	examined := handedOut
 	feasible := s.feasible[:0]
 	cut := examined
 	for i := 0; i < examined; i++ {

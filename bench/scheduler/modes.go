@@ -224,38 +224,44 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	}, nil
 }
 
-// startServerProfiles fetches the API server's CPU profile and allocation delta
-// profile over the next seconds into prefix.cpu and prefix.allocs (nothing when
-// prefix is empty); wait returns once both are written.
+// startServerProfiles fetches the API server's heap profile into prefix.heap0
+// after a forced collection (so its allocation counts reach up to now), then
+// its CPU profile over the next seconds into prefix.cpu (nothing when prefix is
+// empty); wait, called at the end of the bind phase, writes the heap profile
+// into prefix.heap1 after another collection, so that
+// `go tool pprof -sample_index=alloc_space -diff_base prefix.heap0 prefix.heap1`
+// holds the phase's allocations and prefix.heap1's inuse_space its live heap,
+// then waits for the CPU profile.
 func startServerProfiles(ctx context.Context, cs kubernetes.Interface, prefix string, seconds int) (wait func() error) {
 	if prefix == "" {
 		return func() error { return nil }
 	}
-	kinds := []string{"profile", "allocs"}
-	files := []string{prefix + ".cpu", prefix + ".allocs"}
-	errs := make(chan error, len(kinds))
-	for i := range kinds {
-		go func() {
-			data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+kinds[i]).
-				Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
-			if err != nil {
-				errs <- fmt.Errorf("fetch %s: %w", kinds[i], err)
-				return
-			}
-			if err := os.WriteFile(files[i], data, 0o644); err != nil {
-				errs <- fmt.Errorf("write %s: %w", files[i], err)
-				return
-			}
-			errs <- nil
-		}()
-	}
-	return func() error {
-		var all []error
-		for range kinds {
-			if err := <-errs; err != nil {
-				all = append(all, err)
-			}
+	heap := func(file string) error {
+		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("fetch heap profile: %w", err)
 		}
-		return errors.Join(all...)
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", file, err)
+		}
+		return nil
+	}
+	heapErr := heap(prefix + ".heap0")
+	cpuErr := make(chan error, 1)
+	go func() {
+		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+		if err != nil {
+			cpuErr <- fmt.Errorf("fetch cpu profile: %w", err)
+			return
+		}
+		if err := os.WriteFile(prefix+".cpu", data, 0o644); err != nil {
+			cpuErr <- fmt.Errorf("write %s.cpu: %w", prefix, err)
+			return
+		}
+		cpuErr <- nil
+	}()
+	return func() error {
+		return errors.Join(heapErr, heap(prefix+".heap1"), <-cpuErr)
 	}
 }

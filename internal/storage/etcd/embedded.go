@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -236,7 +237,9 @@ func (e *Embedded) InProcessStore() (*Store, error) {
 	}
 	client := v3client.New(e.etcd.Server)
 	e.clients = append(e.clients, client)
-	return New(client, OwnClient()), nil
+	st := New(client, OwnClient())
+	st.kv = v3rpc.NewQuotaKVServer(e.etcd.Server)
+	return st, nil
 }
 
 // Err reports errors from etcd's listeners while it runs. It is closed once

@@ -249,7 +249,29 @@ func TestLeaseConcurrent(t *testing.T) {
 // carry it, and a write after the lease was revoked gets a new one.
 func TestStoreTTLLeases(t *testing.T) {
 	e := startEmbedded(t, EmbeddedConfig{})
-	s := embeddedStore(t, e)
+	testStoreTTLLeases(t, embeddedStore(t, e))
+}
+
+// The in-process Store writes through the server's KV service, not the client:
+// its lease errors must still send a write with a revoked lease to a new one.
+func TestStoreTTLLeasesInProcess(t *testing.T) {
+	e := startEmbedded(t, EmbeddedConfig{})
+	s, err := e.InProcessStore()
+	if err != nil {
+		t.Fatalf("Embedded.InProcessStore: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Store.Close: %v", err)
+		}
+	})
+	if s.kv == nil {
+		t.Fatal("the in-process Store does not call the server's KV service")
+	}
+	testStoreTTLLeases(t, s)
+}
+
+func testStoreTTLLeases(t *testing.T, s *Store) {
 	ctx := t.Context()
 	prefix := "/ttl-leases/"
 	var revs []int64

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/kubette/kubette/internal/storage"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -32,6 +33,11 @@ type Store struct {
 	close  context.CancelFunc
 	// leases hands out the leases of writes with a TTL.
 	leases *leaseManager
+	// kv, when set, is the embedded server's KV service (quota check, request
+	// checks, then the server) that Create and Update call with a request they
+	// build themselves: clientv3's Op and Txn builders copied the value and every
+	// compare and op once more on their way to the same call.
+	kv pb.KVServer
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -187,20 +193,21 @@ func (s *Store) grantLease(ctx context.Context, ttl int64) (clientv3.LeaseID, in
 // many such writes reused an earlier lease.
 func (s *Store) LeaseStats() LeaseStats { return s.leases.Stats() }
 
-// txnWithTTL runs the transaction that build makes from the put options of a write with
-// the TTL opts ask for: with a lease from the lease manager, and once more with a new
-// lease if etcd no longer knows the cached one (revoked, or expired across a restart).
-func (s *Store) txnWithTTL(ctx context.Context, opts []storage.WriteOption, build func(put ...clientv3.OpOption) clientv3.Txn) (*clientv3.TxnResponse, error) {
+// txnWithTTL runs the transaction that build makes for the lease of a write with the
+// TTL opts ask for (0: no lease): with a lease from the lease manager, and once more
+// with a new lease if etcd no longer knows the cached one (revoked, or expired across
+// a restart).
+func (s *Store) txnWithTTL(ctx context.Context, opts []storage.WriteOption, build func(lease clientv3.LeaseID) txnRequest) (*clientv3.TxnResponse, error) {
 	ttl := storage.TTL(opts)
 	if ttl <= 0 {
-		return build().Commit()
+		return s.commit(ctx, build(clientv3.NoLease))
 	}
 	for attempt := 0; ; attempt++ {
 		id, err := s.leases.lease(ctx, ttl)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := build(clientv3.WithLease(id)).Commit()
+		resp, err := s.commit(ctx, build(id))
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
 			s.leases.forget(id)
 			continue
@@ -209,15 +216,80 @@ func (s *Store) txnWithTTL(ctx context.Context, opts []storage.WriteOption, buil
 	}
 }
 
+// txnRequest is a transaction of one put that depends on compares, with an optional
+// read of the key when they fail.
+type txnRequest struct {
+	key     string
+	value   []byte
+	lease   clientv3.LeaseID
+	cmps    []*pb.Compare
+	elseGet bool
+}
+
+// commit runs req: straight into the embedded server's KV service when the Store has
+// it, through the client otherwise. Errors are the client's either way.
+func (s *Store) commit(ctx context.Context, req txnRequest) (*clientv3.TxnResponse, error) {
+	if s.kv == nil {
+		var put []clientv3.OpOption
+		if req.lease != clientv3.NoLease {
+			put = append(put, clientv3.WithLease(req.lease))
+		}
+		cmps := make([]clientv3.Cmp, len(req.cmps))
+		for i, c := range req.cmps {
+			result := "="
+			if c.Result == pb.Compare_GREATER {
+				result = ">"
+			}
+			if c.Target == pb.Compare_CREATE {
+				cmps[i] = clientv3.Compare(clientv3.CreateRevision(req.key), result, c.GetCreateRevision())
+			} else {
+				cmps[i] = clientv3.Compare(clientv3.ModRevision(req.key), result, c.GetModRevision())
+			}
+		}
+		txn := s.client.Txn(ctx).If(cmps...).Then(clientv3.OpPut(req.key, bytesAsString(req.value), put...))
+		if req.elseGet {
+			txn = txn.Else(clientv3.OpGet(req.key))
+		}
+		return txn.Commit()
+	}
+	// The value is only read during the call: the server marshals the request into
+	// its raft entry before it waits for the apply.
+	r := &pb.TxnRequest{
+		Compare: req.cmps,
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{
+			Key: []byte(req.key), Value: req.value, Lease: int64(req.lease)}}}},
+	}
+	if req.elseGet {
+		r.Failure = []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{
+			Key: r.Success[0].GetRequestPut().Key}}}}
+	}
+	resp, err := s.kv.Txn(ctx, r)
+	if err != nil {
+		return nil, clientv3.ContextError(ctx, err)
+	}
+	return (*clientv3.TxnResponse)(resp), nil
+}
+
+// compareRevision is a compare of key's create or mod revision with rev; result is
+// EQUAL or GREATER (the ones commit knows to hand to the client as well).
+func compareRevision(key string, target pb.Compare_CompareTarget, result pb.Compare_CompareResult, rev int64) *pb.Compare {
+	c := &pb.Compare{Key: []byte(key), Target: target, Result: result}
+	if target == pb.Compare_CREATE {
+		c.TargetUnion = &pb.Compare_CreateRevision{CreateRevision: rev}
+	} else {
+		c.TargetUnion = &pb.Compare_ModRevision{ModRevision: rev}
+	}
+	return c
+}
+
 // Create writes key if it does not exist yet and returns the new revision.
 func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...storage.WriteOption) (int64, error) {
 	if err := s.usable(); err != nil {
 		return 0, fmt.Errorf("etcd create %q: %w", key, err)
 	}
-	resp, err := s.txnWithTTL(ctx, opts, func(put ...clientv3.OpOption) clientv3.Txn {
-		return s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, bytesAsString(value), put...))
+	resp, err := s.txnWithTTL(ctx, opts, func(lease clientv3.LeaseID) txnRequest {
+		return txnRequest{key: key, value: value, lease: lease,
+			cmps: []*pb.Compare{compareRevision(key, pb.Compare_CREATE, pb.Compare_EQUAL, 0)}}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("etcd create %q: %w", key, translateError(err))
@@ -237,15 +309,12 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 	// Each compare is a range read of the key in etcd (its value decoded as well): a mod
 	// revision above 0 can only match a key that exists, so the second compare, which
 	// keeps an update from creating an absent key, is needed only for expectedRevision 0.
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision)}
+	cmps := []*pb.Compare{compareRevision(key, pb.Compare_MOD, pb.Compare_EQUAL, expectedRevision)}
 	if expectedRevision <= 0 {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), ">", 0))
+		cmps = append(cmps, compareRevision(key, pb.Compare_CREATE, pb.Compare_GREATER, 0))
 	}
-	resp, err := s.txnWithTTL(ctx, opts, func(put ...clientv3.OpOption) clientv3.Txn {
-		return s.client.Txn(ctx).
-			If(cmps...).
-			Then(clientv3.OpPut(key, bytesAsString(value), put...)).
-			Else(clientv3.OpGet(key))
+	resp, err := s.txnWithTTL(ctx, opts, func(lease clientv3.LeaseID) txnRequest {
+		return txnRequest{key: key, value: value, lease: lease, cmps: cmps, elseGet: true}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("etcd update %q: %w", key, translateError(err))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -46,6 +47,8 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) err
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	factory := informers.NewSharedInformerFactory(client, 0)
+	// The factory is the scheduler's own: its node informer can drop managedFields too.
+	factory.InformerFor(&corev1.Node{}, newNodeInformer)
 	sink := newEventSink(ctx, client.EventsV1())
 	defer func() {
 		cancel()

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -220,9 +221,29 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 // newPodInformer watches every pod that is not Succeeded or Failed.
 func newPodInformer(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
 	selector := fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed))
-	return coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync,
+	inf := coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
+	// As upstream's: the scheduler never reads managedFields, so its cache keeps none.
+	_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
+	return inf
+}
+
+// newNodeInformer watches every node, keeping no managedFields in its cache.
+func newNodeInformer(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+	inf := coreinformers.NewNodeInformer(cs, resync, toolscache.Indexers{})
+	_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
+	return inf
+}
+
+// dropManagedFields is an informer transform that empties an object's
+// metadata.managedFields before the informer caches it: at 5000 nodes and
+// 10000 pods they were a third of the decoded metadata the collector marks.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // Run waits for the informers to sync, then schedules pods one at a time until ctx

@@ -15,6 +15,7 @@ import (
 	"github.com/kubette/kubette/internal/kubelet/agent"
 	"github.com/kubette/kubette/internal/kubelet/nodestatus"
 	"github.com/kubette/kubette/internal/kubelet/server"
+	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/runtime"
 )
 
@@ -51,7 +52,13 @@ func CheckNode(cfg NodeConfig) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("running pods needs root (the runtime mounts root filesystems and creates network namespaces)")
 	}
-	return hostcheck.Error(hostcheck.Check(hostcheck.Options{Runtime: cfg.Runtime.Runc, CNIPluginDirs: cfg.Runtime.CNIPluginDirs}))
+	// iptables serves the proxy (either mode removes the other's rules) and the portmap plugin.
+	return hostcheck.Error(hostcheck.Check(hostcheck.Options{
+		Runtime:       cfg.Runtime.Runc,
+		CNIPluginDirs: cfg.Runtime.CNIPluginDirs,
+		Iptables:      true,
+		Nft:           cfg.ProxyMode == proxy.ModeNFTables,
+	}))
 }
 
 // startNode starts the runtime and the node agent under run, which owns their goroutines.

@@ -32,6 +32,8 @@ type Options struct {
 	CNIPluginDirs []string
 	// Iptables and Nginx say whether those are needed.
 	Iptables, Nginx bool
+	// Nft says whether the nft tool is needed (the service proxy's nftables mode).
+	Nft bool
 }
 
 // DefaultCNIPluginDirs returns where the standard CNI plugins are looked for, Debian's first.
@@ -62,6 +64,9 @@ func Check(o Options) []Requirement {
 	})
 	if o.Iptables {
 		out = append(out, Requirement{What: "iptables-restore", Package: "iptables", Found: firstBinary("iptables-restore")})
+	}
+	if o.Nft {
+		out = append(out, Requirement{What: "nft (the proxy's nftables mode)", Package: "nftables", Found: firstBinary("nft")})
 	}
 	if o.Nginx {
 		out = append(out, Requirement{What: "nginx", Package: "nginx", Found: firstBinary("nginx")})

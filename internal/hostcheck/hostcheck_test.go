@@ -38,3 +38,21 @@ func TestCNIPluginDirNeedsEveryPlugin(t *testing.T) {
 		t.Fatalf("nothing should be missing: %v", err)
 	}
 }
+
+func TestNftOnlyWhenAsked(t *testing.T) {
+	has := func(reqs []Requirement, pkg string) bool {
+		for _, r := range reqs {
+			if r.Package == pkg {
+				return true
+			}
+		}
+		return false
+	}
+	if has(Check(Options{Runtime: "sh"}), "nftables") {
+		t.Error("nft is required without Nft")
+	}
+	reqs := Check(Options{Runtime: "sh", Nft: true, Iptables: true})
+	if !has(reqs, "nftables") || !has(reqs, "iptables") {
+		t.Errorf("with Nft and Iptables the requirements are %+v", reqs)
+	}
+}

@@ -238,7 +238,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == 200 && strings.Contains(string(b), "hostname=pod"), string(b)
+		return resp.StatusCode == 200 && strings.Contains(string(b), "hostname=pod"), resp.Status + ": " + string(b)
 	})
 	ex, err := r.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: server, Cmd: []string{"sh", "-c", "echo in; exit 4"}, Timeout: 30})
 	if err != nil || string(ex.Stdout) != "in\n" || ex.ExitCode != 4 {

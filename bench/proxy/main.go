@@ -70,23 +70,6 @@ var opts = iptables.Options{
 	ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
 }
 
-func model(n, e int) iptables.Model {
-	m := iptables.Model{Services: make([]iptables.Service, n)}
-	for i := range n {
-		s := iptables.Service{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i),
-			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}}
-		p := iptables.Port{Name: "http", Protocol: "TCP", Port: 80}
-		for j := range e {
-			k := i*e + j
-			p.Endpoints = append(p.Endpoints, iptables.Endpoint{
-				IP: netip.AddrFrom4([4]byte{10, 244, byte(k >> 8), byte(k)}), Port: 8080, Ready: true, Serving: true})
-		}
-		s.Ports = []iptables.Port{p}
-		m.Services[i] = s
-	}
-	return m
-}
-
 // netns is a throwaway network namespace.
 type netns struct {
 	name   string
@@ -118,7 +101,7 @@ func (n *netns) close() {
 
 func measure(n, e, runs int, apply bool) error {
 	ctx := context.Background()
-	m := model(n, e)
+	m := iptables.SyntheticModel(n, e)
 	renderer := iptables.NewRenderer()
 	t0 := time.Now()
 	rs := renderer.Render(m, opts)

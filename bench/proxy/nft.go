@@ -58,7 +58,7 @@ func (c cost) String() string {
 // changes (the Applier's partial syncs).
 func measureNft(n, e, runs int, apply bool) error {
 	ctx := context.Background()
-	m := model(n, e)
+	m := iptables.SyntheticModel(n, e)
 	t0 := time.Now()
 	rs := nftables.NewRenderer().Render(m, opts)
 	render := time.Since(t0)

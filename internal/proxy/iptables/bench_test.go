@@ -1,29 +1,12 @@
 package iptables
 
 import (
-	"fmt"
 	"net/netip"
 	"testing"
 )
 
-func benchModel(n, e int) Model {
-	m := Model{Services: make([]Service, n)}
-	for i := range n {
-		s := Service{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i),
-			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}}
-		p := Port{Name: "http", Protocol: "TCP", Port: 80}
-		for j := range e {
-			k := i*e + j
-			p.Endpoints = append(p.Endpoints, Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(k >> 8), byte(k)}), Port: 8080, Ready: true, Serving: true})
-		}
-		s.Ports = []Port{p}
-		m.Services[i] = s
-	}
-	return m
-}
-
 func BenchmarkRender10000x10(b *testing.B) {
-	m := benchModel(10000, 10)
+	m := SyntheticModel(10000, 10)
 	b.ReportAllocs()
 	for b.Loop() {
 		Render(m, testOptions)
@@ -31,7 +14,7 @@ func BenchmarkRender10000x10(b *testing.B) {
 }
 
 func BenchmarkUpdate10000x10(b *testing.B) {
-	m := benchModel(10000, 10)
+	m := SyntheticModel(10000, 10)
 	prev := Render(m, testOptions)
 	m.Services[5].Ports[0].Endpoints[0].IP = netip.MustParseAddr("10.245.0.1")
 	next := Render(m, testOptions)
@@ -42,7 +25,7 @@ func BenchmarkUpdate10000x10(b *testing.B) {
 }
 
 func BenchmarkRerenderOneChange10000x10(b *testing.B) {
-	m := benchModel(10000, 10)
+	m := SyntheticModel(10000, 10)
 	r := NewRenderer()
 	prev := r.Render(m, testOptions)
 	b.ReportAllocs()
@@ -59,7 +42,7 @@ func BenchmarkRerenderOneChange10000x10(b *testing.B) {
 }
 
 func BenchmarkRerenderNoChange10000x10(b *testing.B) {
-	m := benchModel(10000, 10)
+	m := SyntheticModel(10000, 10)
 	r := NewRenderer()
 	prev := r.Render(m, testOptions)
 	b.ReportAllocs()
@@ -75,7 +58,7 @@ func BenchmarkRerenderNoChange10000x10(b *testing.B) {
 // BenchmarkFullSyncUnchanged10000x10 is a restarted proxy's comparison of a
 // freshly rendered ruleset with the saved tables that hold it already.
 func BenchmarkFullSyncUnchanged10000x10(b *testing.B) {
-	m := benchModel(10000, 10)
+	m := SyntheticModel(10000, 10)
 	var text []byte
 	rs := Render(m, testOptions)
 	for _, tn := range []string{TableFilter, TableNAT} {

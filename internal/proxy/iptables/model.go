@@ -47,7 +47,9 @@
 package iptables
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 )
 
 // Model is everything the rules are rendered from.
@@ -141,4 +143,50 @@ func (o Options) mark() uint32 {
 		return 0x4000
 	}
 	return o.MasqueradeMark
+}
+
+// SameServiceRendering reports whether o and b render Services the same (the
+// routed pod CIDRs only shape the guard), so a renderer may keep what it
+// rendered under o.
+func (o Options) SameServiceRendering(b Options) bool {
+	return o.ServiceCIDR == b.ServiceCIDR && o.ClusterCIDR == b.ClusterCIDR && o.mark() == b.mark() &&
+		o.NodeName == b.NodeName && slices.Equal(o.NodeIPs, b.NodeIPs)
+}
+
+// Equal reports whether s and b hold the same Service model: a renderer
+// renders them the same.
+func (s *Service) Equal(b *Service) bool {
+	if s.Namespace != b.Namespace || s.Name != b.Name || s.AffinityTimeoutSeconds != b.AffinityTimeoutSeconds ||
+		s.InternalLocal != b.InternalLocal || s.ExternalLocal != b.ExternalLocal || s.HealthCheckNodePort != b.HealthCheckNodePort ||
+		!slices.Equal(s.LoadBalancerIPs, b.LoadBalancerIPs) || !slices.Equal(s.ExternalIPs, b.ExternalIPs) ||
+		!slices.Equal(s.LoadBalancerSourceRanges, b.LoadBalancerSourceRanges) ||
+		!slices.Equal(s.ClusterIPs, b.ClusterIPs) || len(s.Ports) != len(b.Ports) {
+		return false
+	}
+	for i := range s.Ports {
+		x, y := &s.Ports[i], &b.Ports[i]
+		if x.Name != y.Name || x.Protocol != y.Protocol || x.Port != y.Port || x.NodePort != y.NodePort || !slices.Equal(x.Endpoints, y.Endpoints) {
+			return false
+		}
+	}
+	return true
+}
+
+// SyntheticModel returns n Services of one TCP port 80 each, with ClusterIPs
+// counted up from 10.96.0.0 and e ready endpoints each on port 8080 counted up
+// from 10.244.0.0: the model bench/proxy and the renderers' benchmarks sync.
+func SyntheticModel(n, e int) Model {
+	m := Model{Services: make([]Service, n)}
+	for i := range n {
+		s := Service{Namespace: "bench", Name: fmt.Sprintf("svc-%05d", i),
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}}
+		p := Port{Name: "http", Protocol: "TCP", Port: 80}
+		for j := range e {
+			k := i*e + j
+			p.Endpoints = append(p.Endpoints, Endpoint{IP: netip.AddrFrom4([4]byte{10, 244, byte(k >> 8), byte(k)}), Port: 8080, Ready: true, Serving: true})
+		}
+		s.Ports = []Port{p}
+		m.Services[i] = s
+	}
+	return m
 }

@@ -221,7 +221,7 @@ type svcOut struct {
 // Render returns the rules of m under o, reusing the output of Services that
 // did not change since the previous call.
 func (r *Renderer) Render(m Model, o Options) *Ruleset {
-	if !sameServiceOptions(r.opts, o) {
+	if !r.opts.SameServiceRendering(o) {
 		clear(r.cache)
 	}
 	r.opts = o
@@ -242,7 +242,7 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 		s := &m.Services[i]
 		key := svcKey{s.Namespace, s.Name}
 		out, ok := r.cache[key]
-		if !ok || !equalService(&out.in, s) {
+		if !ok || !out.in.Equal(s) {
 			out = renderService(s, o, nodeDst)
 		}
 		next[key] = out
@@ -304,30 +304,6 @@ func (r *Renderer) Render(m Model, o Options) *Ruleset {
 		NAT:      nat,
 		services: outs,
 	}
-}
-
-// sameServiceOptions reports whether a and b render Services the same (the
-// routed pod CIDRs only shape the guard).
-func sameServiceOptions(a, b Options) bool {
-	return a.ServiceCIDR == b.ServiceCIDR && a.ClusterCIDR == b.ClusterCIDR && a.mark() == b.mark() &&
-		a.NodeName == b.NodeName && slices.Equal(a.NodeIPs, b.NodeIPs)
-}
-
-func equalService(a, b *Service) bool {
-	if a.Namespace != b.Namespace || a.Name != b.Name || a.AffinityTimeoutSeconds != b.AffinityTimeoutSeconds ||
-		a.InternalLocal != b.InternalLocal || a.ExternalLocal != b.ExternalLocal || a.HealthCheckNodePort != b.HealthCheckNodePort ||
-		!slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) || !slices.Equal(a.ExternalIPs, b.ExternalIPs) ||
-		!slices.Equal(a.LoadBalancerSourceRanges, b.LoadBalancerSourceRanges) ||
-		!slices.Equal(a.ClusterIPs, b.ClusterIPs) || len(a.Ports) != len(b.Ports) {
-		return false
-	}
-	for i := range a.Ports {
-		x, y := &a.Ports[i], &b.Ports[i]
-		if x.Name != y.Name || x.Protocol != y.Protocol || x.Port != y.Port || x.NodePort != y.NodePort || !slices.Equal(x.Endpoints, y.Endpoints) {
-			return false
-		}
-	}
-	return true
 }
 
 // renderService renders one Service. Its input is copied into the result, so

@@ -242,7 +242,7 @@ func mark(o iptables.Options) string {
 // Render returns the ruleset of m under o, reusing the output of Services
 // that did not change since the previous call.
 func (r *Renderer) Render(m iptables.Model, o iptables.Options) *Ruleset {
-	if !sameServiceOptions(r.opts, o) {
+	if !r.opts.SameServiceRendering(o) {
 		clear(r.cache)
 		r.last = nil
 	}
@@ -265,7 +265,7 @@ func (r *Renderer) Render(m iptables.Model, o iptables.Options) *Ruleset {
 			continue // one Service per name: the first
 		}
 		out, ok := r.cache[k]
-		if !ok || !equalService(&out.in, s) {
+		if !ok || !out.in.Equal(s) {
 			n := renderService(s, o)
 			changes = append(changes, svcChange{old: out, new: n})
 			out = n
@@ -387,28 +387,6 @@ func GuardChain(o iptables.Options) Chain {
 			"ip daddr "+cidr+" reject")
 	}
 	return c
-}
-
-func sameServiceOptions(a, b iptables.Options) bool {
-	return a.ServiceCIDR == b.ServiceCIDR && a.ClusterCIDR == b.ClusterCIDR && a.MasqueradeMark == b.MasqueradeMark &&
-		a.NodeName == b.NodeName && slices.Equal(a.NodeIPs, b.NodeIPs)
-}
-
-func equalService(a, b *iptables.Service) bool {
-	if a.Namespace != b.Namespace || a.Name != b.Name || a.AffinityTimeoutSeconds != b.AffinityTimeoutSeconds ||
-		a.InternalLocal != b.InternalLocal || a.ExternalLocal != b.ExternalLocal || a.HealthCheckNodePort != b.HealthCheckNodePort ||
-		!slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) || !slices.Equal(a.ExternalIPs, b.ExternalIPs) ||
-		!slices.Equal(a.LoadBalancerSourceRanges, b.LoadBalancerSourceRanges) ||
-		!slices.Equal(a.ClusterIPs, b.ClusterIPs) || len(a.Ports) != len(b.Ports) {
-		return false
-	}
-	for i := range a.Ports {
-		x, y := &a.Ports[i], &b.Ports[i]
-		if x.Name != y.Name || x.Protocol != y.Protocol || x.Port != y.Port || x.NodePort != y.NodePort || !slices.Equal(x.Endpoints, y.Endpoints) {
-			return false
-		}
-	}
-	return true
 }
 
 func ipv4(ips []netip.Addr) []netip.Addr {

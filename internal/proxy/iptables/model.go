@@ -190,3 +190,15 @@ func SyntheticModel(n, e int) Model {
 	}
 	return m
 }
+
+// IPv4 returns the IPv4 addresses of ips, in order: the addresses both
+// renderers write (IPv6 is not rendered yet).
+func IPv4(ips []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range ips {
+		if ip.Is4() {
+			out = append(out, ip)
+		}
+	}
+	return out
+}

@@ -332,7 +332,7 @@ func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	slices.SortStableFunc(ports, func(a, b Port) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 	})
-	ext := externals{lbIPs: ipv4(s.LoadBalancerIPs), extIPs: ipv4(s.ExternalIPs)}
+	ext := externals{lbIPs: IPv4(s.LoadBalancerIPs), extIPs: IPv4(s.ExternalIPs)}
 	for _, r := range s.LoadBalancerSourceRanges {
 		if r.IsValid() && r.Addr().Is4() {
 			ext.ranges = append(ext.ranges, r.Masked())
@@ -340,17 +340,6 @@ func renderService(in *Service, o Options, nodeDst []string) *svcOut {
 	}
 	for _, p := range ports {
 		renderPort(out, s, p, cips, ext, o, nodeDst)
-	}
-	return out
-}
-
-// ipv4 returns the IPv4 addresses of ips.
-func ipv4(ips []netip.Addr) []netip.Addr {
-	var out []netip.Addr
-	for _, ip := range ips {
-		if ip.Is4() {
-			out = append(out, ip)
-		}
 	}
 	return out
 }

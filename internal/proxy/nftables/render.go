@@ -389,16 +389,6 @@ func GuardChain(o iptables.Options) Chain {
 	return c
 }
 
-func ipv4(ips []netip.Addr) []netip.Addr {
-	var out []netip.Addr
-	for _, ip := range ips {
-		if ip.Is4() {
-			out = append(out, ip)
-		}
-	}
-	return out
-}
-
 // renderService renders one Service; its input is copied into the result.
 func renderService(in *iptables.Service, o iptables.Options) *svcOut {
 	out := &svcOut{key: svcKey{in.Namespace, in.Name}, in: *in, elems: map[string][]Element{}}
@@ -411,7 +401,7 @@ func renderService(in *iptables.Service, o iptables.Options) *svcOut {
 		out.in.Ports[i].Endpoints = slices.Clone(in.Ports[i].Endpoints)
 	}
 	s := &out.in
-	cips := ipv4(s.ClusterIPs)
+	cips := iptables.IPv4(s.ClusterIPs)
 	if len(cips) == 0 {
 		return out
 	}
@@ -426,7 +416,7 @@ func renderService(in *iptables.Service, o iptables.Options) *svcOut {
 		}
 	}
 	for _, p := range ports {
-		renderPort(out, s, p, cips, ipv4(s.LoadBalancerIPs), ipv4(s.ExternalIPs), ranges, o)
+		renderPort(out, s, p, cips, iptables.IPv4(s.LoadBalancerIPs), iptables.IPv4(s.ExternalIPs), ranges, o)
 	}
 	return out
 }

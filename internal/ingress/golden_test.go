@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,10 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubette/kubette/internal/ingress/nginx"
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
 	"github.com/kubette/kubette/internal/testenv/needs"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // goldenPrefix stands for the data directory in golden files.
 const goldenPrefix = "/PREFIX"
@@ -126,20 +124,7 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := Build(v.layout, inputsOf(t, name))
 			got := renderGolden(m)
-			golden := v.file
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs (go test -run TestGolden -update rewrites it):\n%s", golden, lineDiff(string(want), string(got)))
-			}
+			goldenfile.Check(t, v.file, got)
 			// Rendering is pure: the same inputs give the same bytes.
 			if again := renderGolden(Build(v.layout, inputsOf(t, name))); !bytes.Equal(again, got) {
 				t.Errorf("two builds of the same inputs differ")
@@ -201,22 +186,4 @@ func needsLua(t *testing.T, bin string) *nginx.Lua {
 		t.Skipf("nginx Lua module: %v", err)
 	}
 	return lua
-}
-
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
-		}
-	}
-	return b.String()
 }

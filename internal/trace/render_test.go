@@ -2,14 +2,12 @@ package trace
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata (go test ./internal/trace -run Golden -update)")
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
+)
 
 func loadInput(t *testing.T, name string) Input {
 	t.Helper()
@@ -27,42 +25,8 @@ func loadInput(t *testing.T, name string) Input {
 // golden compares got with testdata/name, or rewrites it under -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run with -update to accept):\n%s", name, lineDiff(string(want), got))
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), []byte(got))
 }
-
-// lineDiff lists the lines that differ between want and got.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + itoa(i+1) + ":\n  - " + wl + "\n  + " + gl + "\n")
-		}
-	}
-	return b.String()
-}
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // goldenFixtures are the recorded flows in testdata: deployment.json, written by hand to
 // cover every kind of step; recorded.json, a 3-replica Deployment's flow recorded by the

@@ -2,8 +2,6 @@ package why
 
 import (
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
 )
 
 func node(name, cpu string, mutate ...func(*corev1.Node)) *corev1.Node {
@@ -75,28 +75,11 @@ func explain(t *testing.T, kind Kind, name string, objs ...runtime.Object) (*Rep
 }
 
 // update rewrites the golden files: go test ./internal/why -update
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // golden compares text with testdata/NAME.golden.
 func golden(t *testing.T, name, text string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if string(want) != text {
-		t.Errorf("output differs from %s (run with -update if the change is right)\n--- want\n%s--- got\n%s", path, want, text)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name+".golden"), []byte(text))
 }
 
 func wantLines(t *testing.T, text string, lines ...string) {

@@ -2,18 +2,16 @@ package iptables
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the renderer's output")
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
+)
 
 var testOptions = Options{
 	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
@@ -123,20 +121,7 @@ func TestRenderGolden(t *testing.T) {
 	for name, m := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
 			got := Render(m, testOptions).Text(nil)
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/proxy/iptables -run TestRenderGolden -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("rendered rules differ from %s (-update rewrites it):\n%s", path, lineDiff(string(want), string(got)))
-			}
+			goldenfile.Check(t, filepath.Join("testdata", name+".golden"), got)
 			// Deterministic: the same model in another order renders the same.
 			rev := Model{}
 			for i := len(m.Services) - 1; i >= 0; i-- {
@@ -152,36 +137,10 @@ func TestRenderGolden(t *testing.T) {
 				rev.Services = append(rev.Services, s)
 			}
 			if again := Render(rev, testOptions).Text(nil); !bytes.Equal(again, got) {
-				t.Errorf("rendering depends on input order:\n%s", lineDiff(string(got), string(again)))
+				t.Errorf("rendering depends on input order:\n%s", goldenfile.LineDiff(string(got), string(again)))
 			}
 		})
 	}
-}
-
-// lineDiff is a small line diff: lines only in want (-) and only in got (+).
-func lineDiff(want, got string) string {
-	count := map[string]int{}
-	for _, l := range strings.Split(got, "\n") {
-		count[l]++
-	}
-	var b strings.Builder
-	for _, l := range strings.Split(want, "\n") {
-		if count[l] > 0 {
-			count[l]--
-			continue
-		}
-		fmt.Fprintf(&b, "- %s\n", l)
-	}
-	for _, l := range strings.Split(got, "\n") {
-		if count[l] > 0 {
-			count[l]--
-			fmt.Fprintf(&b, "+ %s\n", l)
-		}
-	}
-	if b.Len() == 0 {
-		return "(same lines, different order)"
-	}
-	return b.String()
 }
 
 func newTracer(t *testing.T, text []byte, o Options) *tracer {

@@ -1,11 +1,9 @@
 package nftables
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -13,9 +11,8 @@ import (
 	"testing"
 
 	"github.com/kubette/kubette/internal/proxy/iptables"
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the renderer's output")
 
 var testOptions = iptables.Options{
 	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
@@ -100,20 +97,7 @@ func TestRenderGolden(t *testing.T) {
 	for name, m := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
 			got := FullText(Render(m, testOptions))
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/proxy/nftables -run TestRenderGolden -update)", err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("rendered ruleset differs from %s (-update rewrites it); got:\n%s", path, got)
-			}
+			goldenfile.Check(t, filepath.Join("testdata", name+".golden"), got)
 		})
 	}
 }

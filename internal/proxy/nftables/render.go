@@ -164,29 +164,32 @@ func portID(ns, name, proto, port string) string {
 	return ns + "/" + name + "/" + proto + "/" + port
 }
 
+// portChain names a chain of a service port: kind, a hash of upstream's port
+// ID (so names stay unique when truncated by tools) and the ID itself.
+func portChain(kind, ns, name, proto, port string) string {
+	id := portID(ns, name, proto, port)
+	return kind + "-" + hash8(id) + "-" + id
+}
+
 // ServiceChain, LocalChain, ExternalChain and FirewallChain name the chains
 // of a service port (ns, name, lower-case protocol, port name).
 func ServiceChain(ns, name, proto, port string) string {
-	id := portID(ns, name, proto, port)
-	return "service-" + hash8(id) + "-" + id
+	return portChain("service", ns, name, proto, port)
 }
 
 // LocalChain is the Local-policy chain of a service port.
 func LocalChain(ns, name, proto, port string) string {
-	id := portID(ns, name, proto, port)
-	return "local-" + hash8(id) + "-" + id
+	return portChain("local", ns, name, proto, port)
 }
 
 // ExternalChain is the chain of a service port's external traffic.
 func ExternalChain(ns, name, proto, port string) string {
-	id := portID(ns, name, proto, port)
-	return "external-" + hash8(id) + "-" + id
+	return portChain("external", ns, name, proto, port)
 }
 
 // FirewallChain is the loadBalancerSourceRanges chain of a service port.
 func FirewallChain(ns, name, proto, port string) string {
-	id := portID(ns, name, proto, port)
-	return "firewall-" + hash8(id) + "-" + id
+	return portChain("firewall", ns, name, proto, port)
 }
 
 // AffinitySet is the ClientIP affinity set of one endpoint of a service port.

@@ -164,8 +164,8 @@ func portID(ns, name, proto, port string) string {
 	return ns + "/" + name + "/" + proto + "/" + port
 }
 
-// portChain names a chain of a service port: kind, a hash of upstream's port
-// ID (so names stay unique when truncated by tools) and the ID itself.
+// portChain names a chain of a service port: its kind, a short hash of
+// upstream's port ID, and the ID itself.
 func portChain(kind, ns, name, proto, port string) string {
 	id := portID(ns, name, proto, port)
 	return kind + "-" + hash8(id) + "-" + id

@@ -63,8 +63,9 @@ type Config struct {
 func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock") }
 
 // Run serves CRI on DATA_DIR/cri.sock until ctx ends. Containers keep running after it
-// returns; a later Run adopts them. It first mounts a tmpfs on the directories of runc's state
-// and of the sandboxes unless they are already (volatile.go).
+// returns; a later Run adopts them. It first mounts a tmpfs on the directories of runc's state,
+// the sandboxes, the containers, the network namespaces and the CNI state unless they are
+// already (volatile.go).
 func Run(ctx context.Context, cfg Config) error {
 	var rec *steps.Recorder
 	if cfg.Client != nil {
@@ -119,7 +120,8 @@ func Run(ctx context.Context, cfg Config) error {
 // Down stops and removes every container and sandbox of DATA_DIR (unmounting their root
 // filesystems), then tears down the pod network (every sandbox network and the bridge), and
 // finally sweeps what no record names: containers left in runc's state, mounts below
-// DATA_DIR/runtime and the bridge's pod masquerade.
+// DATA_DIR/runtime, writable layers of containers without a directory and the bridge's pod
+// masquerade.
 func Down(ctx context.Context, cfg Config) error {
 	p, err := open(ctx, cfg, false, nil)
 	if err != nil {

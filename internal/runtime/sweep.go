@@ -21,9 +21,10 @@ import (
 // sweep removes what the records of a data dir no longer name, so that `kubette down` leaves
 // the machine clean even after a crash or a half-deleted data dir: every container still in
 // runc's state under the data dir is killed and deleted, every mount below the data dir's
-// runtime directory (root filesystems, network namespaces, the tmpfs of runc's state and of
-// the sandboxes, after runc's containers are gone) is unmounted, deepest first, and
-// the pod masquerade of the bridge (its nat chain and jumps) is removed.
+// runtime directory (root filesystems, network namespaces, the tmpfs mounts of volatile.go,
+// after runc's containers are gone) is unmounted, deepest first, the writable layers whose
+// container directory is gone with them are removed, and the pod masquerade of the bridge
+// (its nat chain and jumps) is removed.
 func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 	var errs []error
 	if err := network.RemoveMasquerade(ctx, bridge); err != nil {
@@ -47,6 +48,32 @@ func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 	for _, m := range mounts {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+		}
+	}
+	if err := removeOrphanWritables(dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeOrphanWritables removes dir/writable/<id> (a container's writable layer) when
+// dir/containers/<id> does not exist: runc's containers the sweep deleted had no record, and
+// their directories went with the containers tmpfs.
+func removeOrphanWritables(dir string) error {
+	ws, err := os.ReadDir(filepath.Join(dir, "writable"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read writable layers: %w", err)
+	}
+	var errs []error
+	for _, e := range ws {
+		if _, err := os.Lstat(filepath.Join(dir, "containers", e.Name())); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, "writable", e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("remove the writable layer of %s: %w", e.Name(), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -75,5 +77,31 @@ func TestSweepRemovesThePodMasquerade(t *testing.T) {
 	}
 	if strings.Contains(string(out), chain) {
 		t.Errorf("the masquerade of %s is left after sweep:\n%s", bridge, out)
+	}
+}
+
+// TestRemoveOrphanWritables: the sweep removes the writable layers whose container directory
+// is gone (with the containers tmpfs it unmounted) and keeps the others.
+func TestRemoveOrphanWritables(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"writable/gone/upper/f", "writable/kept/upper/f", "containers/kept/meta.json"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeOrphanWritables(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "writable", "gone")); !os.IsNotExist(err) {
+		t.Errorf("orphan writable layer: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "writable", "kept", "upper", "f")); err != nil {
+		t.Errorf("the writable layer of a container with a directory: %v", err)
+	}
+	if err := removeOrphanWritables(t.TempDir()); err != nil {
+		t.Errorf("no writable directory: %v", err)
 	}
 }

@@ -186,12 +186,12 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		for _, f := range slices.Backward(undo) {
 			errs = append(errs, f(cctx))
 		}
-		errs = append(errs, os.RemoveAll(dir))
+		errs = append(errs, os.RemoveAll(dir), os.RemoveAll(s.writableDir(id)))
 		if err := errors.Join(errs...); err != nil {
 			s.log.Warn("cleanup after a failed CreateContainer", "id", id, "err", err)
 		}
 	}()
-	rootfs, err := s.cfg.Images.Mount(img.ID, dir)
+	rootfs, err := s.cfg.Images.Mount(img.ID, dir, s.writableDir(id))
 	if err != nil {
 		return nil, fmt.Errorf("failed to mount image %q for container %s: %w", img.ID, id, err)
 	}
@@ -502,7 +502,7 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 }
 
 // removeContainer deletes c from the low-level runtime, unmounts its rootfs and removes its
-// directory and record.
+// directory, its record and its writable layer.
 func (s *Server) removeContainer(ctx context.Context, c *container) error {
 	c.op.Lock()
 	defer c.op.Unlock()
@@ -535,6 +535,9 @@ func (s *Server) removeContainer(ctx context.Context, c *container) error {
 	s.mu.Unlock()
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("failed to remove the directory of container %s: %w", id, err)
+	}
+	if err := os.RemoveAll(s.writableDir(id)); err != nil {
+		return fmt.Errorf("failed to remove the writable layer of container %s: %w", id, err)
 	}
 	s.log.Info("container removed", "id", id)
 	return nil

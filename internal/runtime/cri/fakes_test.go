@@ -80,9 +80,12 @@ func (f *fakeImages) Remove(ref string) error {
 	return nil
 }
 
-func (f *fakeImages) Mount(imageID, dir string) (string, error) {
+func (f *fakeImages) Mount(imageID, dir, writableDir string) (string, error) {
 	rootfs := filepath.Join(dir, "bundle", "rootfs")
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(writableDir, "upper"), 0o755); err != nil {
 		return "", err
 	}
 	f.mu.Lock()

@@ -14,7 +14,7 @@ type Images interface {
 	Get(ref string) (Image, error)
 	List() []Image
 	Remove(ref string) error
-	Mount(imageID, containerDir string) (rootfs string, err error)
+	Mount(imageID, containerDir, writableDir string) (rootfs string, err error)
 	Unmount(containerDir string) error
 	Usage() (usedBytes, inodes uint64, err error)
 }

@@ -27,7 +27,9 @@ import (
 
 // Config configures a Server.
 type Config struct {
-	// Dir is DATA_DIR/runtime: sandboxes/<id>/ and containers/<id>/ live below it.
+	// Dir is DATA_DIR/runtime: sandboxes/<id>/, containers/<id>/ and writable/<id>/ (a
+	// container's writable layer, kept apart from its directory: the runtime keeps the
+	// containers' directories on a tmpfs and their writable layers on disk) live below it.
 	Dir string
 	// ImageDir is where the image store keeps its files (reported by ImageFsInfo).
 	ImageDir string
@@ -109,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, sandboxes: map[string]*sandbox{}, ctrs: map[string]*container{}}
 	s.oomAdj = ownOOMScoreAdj()
-	for _, d := range []string{s.sandboxesDir(), s.containersDir()} {
+	for _, d := range []string{s.sandboxesDir(), s.containersDir(), s.writablesDir()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("cri: create %s: %w", d, err)
 		}
@@ -124,6 +126,8 @@ func (s *Server) sandboxesDir() string          { return filepath.Join(s.cfg.Dir
 func (s *Server) containersDir() string         { return filepath.Join(s.cfg.Dir, "containers") }
 func (s *Server) sandboxDir(id string) string   { return filepath.Join(s.sandboxesDir(), id) }
 func (s *Server) containerDir(id string) string { return filepath.Join(s.containersDir(), id) }
+func (s *Server) writablesDir() string          { return filepath.Join(s.cfg.Dir, "writable") }
+func (s *Server) writableDir(id string) string  { return filepath.Join(s.writablesDir(), id) }
 
 // newID returns 64 random lowercase hex characters, as containerd's IDs.
 func newID() string {

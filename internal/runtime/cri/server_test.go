@@ -329,6 +329,9 @@ func TestContainerLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "containers", id, "bundle", "config.json")); err != nil {
 		t.Errorf("no config.json: %v", err)
 	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "writable", id, "upper")); err != nil {
+		t.Errorf("no writable layer: %v", err)
+	}
 	if got, want := e.ctrs.logs[id], filepath.Join(sbCfg.LogDirectory, "app", "0.log"); got != want {
 		t.Errorf("log path = %q, want %q", got, want)
 	}
@@ -405,6 +408,9 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "containers", id)); !os.IsNotExist(err) {
 		t.Errorf("container directory still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "writable", id)); !os.IsNotExist(err) {
+		t.Errorf("writable layer still there: %v", err)
 	}
 	if n := e.images.mountedCount(); n != 0 {
 		t.Errorf("%d rootfs still mounted", n)
@@ -705,7 +711,7 @@ func TestStats(t *testing.T) {
 	writeFile(t, filepath.Join(e.cfg.CgroupRoot, "cpuacct", cg, "cpuacct.usage"), "123456789\n")
 	writeFile(t, filepath.Join(e.cfg.CgroupRoot, "memory", cg, "memory.usage_in_bytes"), "1000000\n")
 	writeFile(t, filepath.Join(e.cfg.CgroupRoot, "memory", cg, "memory.stat"), "cache 5\ntotal_inactive_file 250000\ntotal_rss 600000\n")
-	writeFile(t, filepath.Join(e.cfg.Dir, "containers", id, "upper", "tmp", "f"), "12345")
+	writeFile(t, filepath.Join(e.cfg.Dir, "writable", id, "upper", "tmp", "f"), "12345")
 
 	resp, err := e.srv.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
 	if err != nil {
@@ -842,6 +848,40 @@ func TestConcurrentRPCs(t *testing.T) {
 	}
 }
 
+// TestRestartAfterReboot: a reboot empties the tmpfs of the sandboxes and containers
+// directories and runc's state, while the writable layers on disk stay. The restarted server
+// knows no sandbox or container and removes the writable layers whose containers are gone;
+// one whose container directory is there but unreadable stays.
+func TestRestartAfterReboot(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	gone := e.createContainer(sb, sbCfg, "gone", nil)
+	e.start(gone)
+	unreadable := e.createContainer(sb, sbCfg, "unreadable", nil)
+	writeFile(t, filepath.Join(e.cfg.Dir, "writable", gone, "upper", "data"), "written by the container")
+	for _, d := range []string{"sandboxes", "containers"} {
+		if err := os.RemoveAll(filepath.Join(e.cfg.Dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(e.cfg.Dir, "containers", unreadable, "meta.json"), "{")
+	_ = e.ctrs.Delete(ctx, gone)
+	_ = e.ctrs.Delete(ctx, unreadable)
+	e.restart()
+	if resp, err := e.srv.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); err != nil || len(resp.Containers) != 0 {
+		t.Errorf("containers after the reboot: %v, %v", resp, err)
+	}
+	if resp, err := e.srv.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err != nil || len(resp.Items) != 0 {
+		t.Errorf("sandboxes after the reboot: %v, %v", resp, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "writable", gone)); !os.IsNotExist(err) {
+		t.Errorf("the writable layer of a container gone with the reboot: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "writable", unreadable, "upper")); err != nil {
+		t.Errorf("the writable layer of a container whose record is unreadable: %v", err)
+	}
+}
+
 func TestRestartRemovesLeftovers(t *testing.T) {
 	e := newEnv(t)
 	sb, sbCfg := e.runSandbox("pod", nil)
@@ -866,6 +906,9 @@ func TestRestartRemovesLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("leftover directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "writable", id)); !os.IsNotExist(err) {
+		t.Errorf("leftover writable layer: %v", err)
 	}
 	if e.images.mountedCount() != 0 || len(e.ctrs.procs) != 0 {
 		t.Errorf("leftover mount or container: %d, %d", e.images.mountedCount(), len(e.ctrs.procs))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,9 +68,13 @@ func (s *Server) stats(c *container) *runtimeapi.ContainerStats {
 			UsageBytes: &runtimeapi.UInt64Value{Value: usage}, RssBytes: &runtimeapi.UInt64Value{Value: stat["total_rss"]},
 			PageFaults: &runtimeapi.UInt64Value{Value: stat["total_pgfault"]}, MajorPageFaults: &runtimeapi.UInt64Value{Value: stat["total_pgmajfault"]}}
 	}
-	upper := filepath.Join(s.containerDir(m.ID), "upper")
+	upper, fsDir := filepath.Join(s.writableDir(m.ID), "upper"), s.writablesDir()
+	if _, err := os.Lstat(upper); errors.Is(err, os.ErrNotExist) {
+		// A container created by a kubette that kept upper/ in the container directory.
+		upper, fsDir = filepath.Join(s.containerDir(m.ID), "upper"), s.containersDir()
+	}
 	if bytes, inodes, ok := dirUsage(upper); ok {
-		st.WritableLayer = &runtimeapi.FilesystemUsage{Timestamp: now, FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: s.containersDir()},
+		st.WritableLayer = &runtimeapi.FilesystemUsage{Timestamp: now, FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: fsDir},
 			UsedBytes: &runtimeapi.UInt64Value{Value: bytes}, InodesUsed: &runtimeapi.UInt64Value{Value: inodes}}
 	}
 	return st

@@ -141,7 +141,8 @@ func (s *Server) persistContainer(c *container) error {
 	return s.saveContainer(m)
 }
 
-// load reads every meta.json and reconciles the containers with the low-level runtime.
+// load reads every meta.json, reconciles the containers with the low-level runtime and
+// removes the writable layers of containers that have no directory (removeOrphanWritables).
 func (s *Server) load(ctx context.Context) error {
 	sbs, err := os.ReadDir(s.sandboxesDir())
 	if err != nil {
@@ -203,6 +204,33 @@ func (s *Server) load(ctx context.Context) error {
 			}
 		}
 	}
+	return s.removeOrphanWritables()
+}
+
+// removeOrphanWritables removes every writable layer (writable/<id>/) whose container has no
+// directory: the containers' directories live on a tmpfs, which a reboot empties while the
+// writable layers on disk stay, and a crash between the removal of a container's directory
+// and of its writable layer leaves one too. A container directory whose meta.json cannot be
+// read keeps its writable layer.
+func (s *Server) removeOrphanWritables() error {
+	ws, err := os.ReadDir(s.writablesDir())
+	if err != nil {
+		return fmt.Errorf("cri: read writable layers: %w", err)
+	}
+	removed := 0
+	for _, e := range ws {
+		if _, err := os.Lstat(s.containerDir(e.Name())); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(s.writableDir(e.Name())); err != nil {
+			s.log.Warn("cannot remove the writable layer of a container that is gone", "id", e.Name(), "err", err)
+			continue
+		}
+		removed++
+	}
+	if removed > 0 {
+		s.log.Info("removed the writable layers of containers that are gone (after a reboot, their directories with them)", "count", removed)
+	}
 	return nil
 }
 
@@ -224,12 +252,13 @@ func marshalConfig(m proto.Message) (json.RawMessage, error) {
 }
 
 // removeLeftover removes what a crashed CreateContainer or RemoveContainer left of a
-// container that has no meta.json: the low-level container, the rootfs mount, the directory.
+// container that has no meta.json: the low-level container, the rootfs mount, the directory
+// and the writable layer.
 func (s *Server) removeLeftover(ctx context.Context, id string) {
 	dir := s.containerDir(id)
 	err := errors.Join(s.cfg.Containers.Delete(ctx, id), s.cfg.Images.Unmount(dir))
 	if err == nil {
-		err = os.RemoveAll(dir)
+		err = errors.Join(os.RemoveAll(dir), os.RemoveAll(s.writableDir(id)))
 	}
 	if err != nil {
 		s.log.Warn("cannot remove the leftovers of a container", "id", id, "err", err)

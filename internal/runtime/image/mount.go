@@ -12,13 +12,15 @@ import (
 
 // Mount mounts the rootfs of a container of the image imageID (any reference Get takes) at
 // containerDir/bundle/rootfs: an overlay whose lower directories are the image's layers,
-// topmost first, with upper/ and work/ in containerDir. It creates the directories it
-// needs, and an already mounted rootfs is left as it is. An image without layers gets an
-// empty lower directory.
+// topmost first, with the writable layer (upper/ and work/) in writableDir. The two may lie
+// on different file systems: the container directory holds only small files (on a tmpfs in
+// kubette's runtime) while the writable layer, which a container may fill with gigabytes, is
+// on disk. Mount creates the directories it needs, and an already mounted rootfs is left as
+// it is. An image without layers gets an empty lower directory.
 //
 // The overlay options must fit in one page (4 KiB): with the default data directory that
 // is about 40 layers.
-func (s *Store) Mount(imageID, containerDir string) (rootfs string, err error) {
+func (s *Store) Mount(imageID, containerDir, writableDir string) (rootfs string, err error) {
 	recs, err := s.index()
 	if err != nil {
 		return "", err
@@ -30,11 +32,15 @@ func (s *Store) Mount(imageID, containerDir string) (rootfs string, err error) {
 	rec := recs[i]
 	containerDir, err = filepath.Abs(containerDir)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("mount rootfs of %s: %w", imageID, err)
+	}
+	writableDir, err = filepath.Abs(writableDir)
+	if err != nil {
+		return "", fmt.Errorf("mount rootfs of %s: %w", imageID, err)
 	}
 	rootfs = filepath.Join(containerDir, "bundle", "rootfs")
-	upper := filepath.Join(containerDir, "upper")
-	work := filepath.Join(containerDir, "work")
+	upper := filepath.Join(writableDir, "upper")
+	work := filepath.Join(writableDir, "work")
 	for _, d := range []string{rootfs, upper, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", fmt.Errorf("mount rootfs of %s: %w", imageID, err)

@@ -7,27 +7,37 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kubette/kubette/internal/testenv/needs"
 	"github.com/kubette/kubette/internal/testenv/testimage"
 )
 
-// mountFor mounts img's rootfs in a fresh container directory and unmounts it at cleanup.
-func mountFor(t *testing.T, s *Store, id string) (containerDir, rootfs string) {
+// mountFor mounts img's rootfs in a fresh container directory on a tmpfs of its own, as the
+// runtime keeps them, with the writable layer in a directory on disk, and unmounts both at
+// cleanup.
+func mountFor(t *testing.T, s *Store, id string) (containerDir, writableDir, rootfs string) {
 	t.Helper()
-	containerDir = filepath.Join(t.TempDir(), "c")
+	tmpfs := t.TempDir()
+	if err := unix.Mount("tmpfs", tmpfs, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(tmpfs, unix.MNT_DETACH) })
+	containerDir = filepath.Join(tmpfs, "c")
+	writableDir = filepath.Join(t.TempDir(), "w")
 	t.Cleanup(func() {
 		if err := s.Unmount(containerDir); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	rootfs, err := s.Mount(id, containerDir)
+	rootfs, err := s.Mount(id, containerDir, writableDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rootfs != filepath.Join(containerDir, "bundle", "rootfs") {
 		t.Errorf("rootfs %s", rootfs)
 	}
-	return containerDir, rootfs
+	return containerDir, writableDir, rootfs
 }
 
 func dirNames(t *testing.T, dir string) []string {
@@ -63,7 +73,7 @@ func TestMountTwoLayersWithWhiteouts(t *testing.T) {
 		))
 	loadFile(t, s, testimage.WriteTarball(t, t.TempDir(), "layered:1", img))
 	id := configID(t, img)
-	containerDir, rootfs := mountFor(t, s, id)
+	containerDir, writableDir, rootfs := mountFor(t, s, id)
 
 	if _, err := os.Lstat(filepath.Join(rootfs, "a")); !os.IsNotExist(err) {
 		t.Errorf("a is visible through its whiteout: %v", err)
@@ -78,16 +88,20 @@ func TestMountTwoLayersWithWhiteouts(t *testing.T) {
 		t.Errorf("keep/k = %q", b)
 	}
 
-	// Idempotent, and writes go to upper/.
-	again, err := s.Mount(id, containerDir)
+	// Idempotent, and writes go to the writable directory's upper/, not the container
+	// directory's file system.
+	again, err := s.Mount(id, containerDir, writableDir)
 	if err != nil || again != rootfs {
 		t.Fatalf("second Mount: %s %v", again, err)
 	}
 	if err := os.WriteFile(filepath.Join(rootfs, "new"), []byte("n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(containerDir, "upper", "new")); err != nil || string(b) != "n" {
+	if b, err := os.ReadFile(filepath.Join(writableDir, "upper", "new")); err != nil || string(b) != "n" {
 		t.Errorf("upper/new: %q %v", b, err)
+	}
+	if got := dirNames(t, containerDir); !slices.Equal(got, []string{"bundle"}) {
+		t.Errorf("container directory holds %v, want [bundle]", got)
 	}
 
 	// Removing the image keeps the layers a mounted rootfs uses, until it is unmounted.
@@ -122,7 +136,7 @@ func TestMountEmptyImage(t *testing.T) {
 	s := openStore(t)
 	img := imageOf(t, []string{"true"})
 	loadFile(t, s, testimage.WriteTarball(t, t.TempDir(), "empty:1", img))
-	_, rootfs := mountFor(t, s, "empty:1")
+	_, _, rootfs := mountFor(t, s, "empty:1")
 	if got := dirNames(t, rootfs); len(got) != 0 {
 		t.Errorf("empty image rootfs holds %v", got)
 	}
@@ -136,7 +150,7 @@ func TestMountEmptyImage(t *testing.T) {
 
 func TestMountUnknownImage(t *testing.T) {
 	s := openStore(t)
-	if _, err := s.Mount("nope:1", filepath.Join(t.TempDir(), "c")); err == nil {
+	if _, err := s.Mount("nope:1", filepath.Join(t.TempDir(), "c"), filepath.Join(t.TempDir(), "w")); err == nil {
 		t.Error("mounted an unknown image")
 	}
 	if err := s.Unmount(filepath.Join(t.TempDir(), "never")); err != nil {
@@ -148,7 +162,7 @@ func TestMountBusybox(t *testing.T) {
 	needs.Root(t)
 	s := openStore(t)
 	loadFile(t, s, testimage.WriteTarball(t, t.TempDir(), "busybox", testimage.Busybox(t)))
-	_, rootfs := mountFor(t, s, "busybox")
+	_, _, rootfs := mountFor(t, s, "busybox")
 	if target, err := os.Readlink(filepath.Join(rootfs, "bin", "sh")); err != nil || target != "busybox" {
 		t.Errorf("bin/sh -> %q, %v", target, err)
 	}

@@ -70,8 +70,8 @@ func (s *Server) handleGet(w http.ResponseWriter, req *http.Request, ri *request
 	ctx := req.Context()
 	q := req.URL.Query()
 	var obj runtime.Object
-	if q.Get("resourceVersion") == "0" {
-		cached, _, ok, err := s.cacheFor(ri.res).Get(ctx, ri.res.Key(ri.namespace, ri.name))
+	if c := s.cacheFor(ri.res); c != nil && q.Get("resourceVersion") == "0" {
+		cached, _, ok, err := c.Get(ctx, ri.res.Key(ri.namespace, ri.name))
 		if err != nil {
 			s.writeError(w, req, apierrors.NewInternalError(err))
 			return
@@ -185,9 +185,10 @@ func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *reques
 	var rev, remaining int64
 	var next string
 	// resourceVersion=0 means any version: serve it from the watch cache. Every other
-	// list reads etcd, which is at least as new as any version a client can hold.
-	if rvParam == "0" && cont == "" {
-		items, rev, err = s.cacheFor(ri.res).List(ctx, prefix, filter)
+	// list reads etcd, which is at least as new as any version a client can hold, and so
+	// does resourceVersion=0 of a resource without a cache (at etcd's latest revision).
+	if c := s.cacheFor(ri.res); c != nil && rvParam == "0" && cont == "" {
+		items, rev, err = c.List(ctx, prefix, filter)
 		if err != nil {
 			s.writeError(w, req, apierrors.NewInternalError(err))
 			return
@@ -381,7 +382,8 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 
 	// The initial events of a watch-list must include every write that finished before
 	// the request (resourceVersion "") or before the given version: let the cache catch up.
-	if sendInitial {
+	cache := s.cacheFor(ri.res)
+	if sendInitial && cache != nil {
 		want := after
 		if rvParam == "" {
 			rev, err := s.cfg.Store.CurrentRevision(ctx)
@@ -391,15 +393,26 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 			}
 			want = rev
 		}
-		if err := s.cacheFor(ri.res).WaitFresh(ctx, want, 3*time.Second); err != nil {
+		if err := cache.WaitFresh(ctx, want, 3*time.Second); err != nil {
 			s.writeError(w, req, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %v", err), 1))
 			return
 		}
 	}
-	watcher, werr := s.cacheFor(ri.res).Watch(ctx, watchcache.WatchOptions{
+	wopts := watchcache.WatchOptions{
 		Prefix: ri.res.Prefix(ri.namespace), Filter: filterFor(ri.res, ls, fs),
 		AfterRevision: after, SendInitialEvents: sendInitial, Bookmarks: bookmarks,
-	})
+	}
+	var watcher *watchcache.Watcher
+	var werr error
+	if cache != nil {
+		watcher, werr = cache.Watch(ctx, wopts)
+	} else {
+		// No cache (Events, as upstream): this watch is a watch of etcd, its initial
+		// state a list of etcd, both decoded for this watcher alone.
+		watcher, werr = watchcache.WatchStore(ctx, watchcache.Config{
+			Store: s.cfg.Store, Decode: s.storageDecoder(ri.res), Logger: s.log,
+		}, wopts)
+	}
 	ct := contentType(typ)
 	if typ == "protobuf" {
 		ct += ";stream=watch"
@@ -409,14 +422,19 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	enc := &watchEncoder{typ: typ, w: w, codec: s.codecs}
-	if werr != nil {
+	// A watch that cannot start, or whose store watch ends with an error, ends with an
+	// ERROR event: 410 Expired for a revision that left the window or was compacted.
+	writeWatchError := func(err error) {
 		var st *metav1.Status
-		if errors.Is(werr, watchcache.ErrTooOld) {
-			st = errorToStatus(apierrors.NewResourceExpired(werr.Error()))
+		if errors.Is(err, watchcache.ErrTooOld) {
+			st = errorToStatus(apierrors.NewResourceExpired(err.Error()))
 		} else {
-			st = errorToStatus(apierrors.NewInternalError(werr))
+			st = errorToStatus(apierrors.NewInternalError(err))
 		}
 		_ = enc.write(string(watch.Error), st)
+	}
+	if werr != nil {
+		writeWatchError(werr)
 		return
 	}
 	defer watcher.Stop()
@@ -429,6 +447,9 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	for {
 		ev, ok := watcher.Next(ctx)
 		if !ok {
+			if err := watcher.Err(); err != nil && ctx.Err() == nil {
+				writeWatchError(err)
+			}
 			return
 		}
 		s.traceDelivery(tw, ev) // before sending: the watcher's reaction comes after it

@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	for _, r := range s.table.All() {
-		if r.Virtual {
+		if r.Virtual || r.NoWatchCache {
 			continue
 		}
 		prefix := r.Prefix("")
@@ -164,6 +164,8 @@ func (s *Server) ready() bool {
 	}
 }
 
+// cacheFor returns r's watch cache, nil for a resource served from storage alone
+// (registry.Resource.NoWatchCache).
 func (s *Server) cacheFor(r *registry.Resource) *watchcache.Cache { return s.caches[r.Prefix("")] }
 
 // storeOptions are the options of every store write of an object of r: the event TTL

@@ -106,7 +106,8 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,
 			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", AllowCreateOnUpdate: true, ExpiresWithEventTTL: true,
-			New: func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} },
+			NoWatchCache: true,
+			New:          func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} },
 			Fields: eventFields,
 		},
 		{
@@ -149,8 +150,8 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: eventsV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,
 			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", StorageVersion: coreV1, AllowCreateOnUpdate: true,
-			ExpiresWithEventTTL: true,
-			New:                 func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
+			ExpiresWithEventTTL: true, NoWatchCache: true,
+			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
 			Fields: eventFields,
 		},
 		{

@@ -48,6 +48,13 @@ type Resource struct {
 	// marking for deletion) expire it after the API server's event TTL, as upstream's
 	// --event-ttl does for both Event APIs, which share one storage.
 	ExpiresWithEventTTL bool
+	// NoWatchCache serves the resource from storage alone: lists and gets with
+	// resourceVersion=0 read etcd and each watch is a watch of etcd, as upstream's
+	// kube-apiserver does for both Event APIs (DefaultWatchCacheSizes gives events a
+	// watch cache size of 0, which disables it). Events are written often (one per
+	// scheduled pod) and read rarely, so a cache would decode and keep every one of them
+	// for few readers.
+	NoWatchCache bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
 	// New returns an empty object; NewList an empty list.

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -549,6 +550,8 @@ type Watcher struct {
 	ch        chan Event
 	done      chan struct{}
 	stopped   bool
+	// ended holds why a watcher fed by the store ended (see Err).
+	ended atomic.Pointer[error]
 }
 
 // Next returns the next event; ok is false when the watcher was closed (too slow, cache

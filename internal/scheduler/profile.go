@@ -332,14 +332,14 @@ func (p *profile) runPreScore(ctx context.Context, state *framework.CycleState, 
 // Only the scheduling goroutine calls it: the per-plugin score lists and the
 // totals live in buffers reused by the next cycle (a cycle at 5000 nodes scores
 // 500, and fresh lists were most of the cycle's allocations), so the result is
-// valid until the next call.
+// valid until the next call. The parallel section writes bare int64 scores;
+// only plugins that normalise get a NodeScore list (names included), built
+// after it, and the normalisations run on this goroutine when at most one
+// plugin has them (the default profile for a pod without affinity or spread
+// constraints: TaintToleration alone), not in a parallel section of their own.
 func (p *profile) runScore(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScore, *framework.Status) {
 	buf := &p.scoreBuf
-	totals := grow(buf.totals, len(nodes))
-	buf.totals = totals
-	for i, ni := range nodes {
-		totals[i] = framework.NodeScore{Name: ni.NodeName()}
-	}
+	n := len(nodes)
 	active := buf.active[:0]
 	for _, pl := range p.score {
 		if !state.SkipScorePlugins[pl.Name()] {
@@ -347,15 +347,20 @@ func (p *profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		}
 	}
 	buf.active = active
+	totals := buf.totals[:0]
 	if len(active) == 0 {
+		for _, ni := range nodes {
+			totals = append(totals, framework.NodeScore{Name: ni.NodeName()})
+		}
+		buf.totals = totals
 		return totals, nil
 	}
-	for len(buf.scores) < len(active) {
-		buf.scores = append(buf.scores, nil)
+	for len(buf.raw) < len(active) {
+		buf.raw = append(buf.raw, nil)
 	}
-	scores := buf.scores[:len(active)]
+	raw := buf.raw[:len(active)]
 	for j := range active {
-		scores[j] = grow(scores[j], len(nodes))
+		raw[j] = grow(raw[j], n)
 	}
 	var (
 		errOnce  sync.Once
@@ -366,38 +371,72 @@ func (p *profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		cancel()
 	}
 	scoreCtx, cancel := context.WithCancel(ctx)
-	p.parallelizeN(scoreCtx, len(nodes), func(i int) {
+	defer cancel()
+	p.parallelizeN(scoreCtx, n, func(i int) {
+		ni := nodes[i]
 		for j, pl := range active {
-			s, st := pl.Score(scoreCtx, state, pod, nodes[i])
+			s, st := pl.Score(scoreCtx, state, pod, ni)
 			if !st.IsSuccess() {
 				fail(cancel, fmt.Errorf("running Score plugin %q: %w", pl.Name(), st.AsError()))
 				return
 			}
-			scores[j][i] = framework.NodeScore{Name: totals[i].Name, Score: s}
+			raw[j][i] = s
 		}
 	})
-	if firstErr == nil {
-		p.parallelizeN(scoreCtx, len(active), func(j int) {
-			ext := active[j].ScoreExtensions()
-			if ext == nil {
-				return
-			}
-			if st := ext.NormalizeScore(scoreCtx, state, pod, scores[j]); !st.IsSuccess() {
-				fail(cancel, fmt.Errorf("running Normalize on Score plugin %q: %w", active[j].Name(), st.AsError()))
-			}
-		})
-	}
-	cancel()
 	if firstErr != nil {
 		return nil, framework.AsStatus(firstErr)
 	}
+
+	// Normalisation: a NodeScore list per plugin that has ScoreExtensions.
+	norm := buf.norm[:0]
 	for j, pl := range active {
-		for i, s := range scores[j] {
-			if s.Score < framework.MinNodeScore || s.Score > framework.MaxNodeScore {
+		ext := pl.ScoreExtensions()
+		if ext == nil {
+			continue
+		}
+		k := len(norm)
+		if k == len(buf.normLists) {
+			buf.normLists = append(buf.normLists, nil)
+		}
+		list := buf.normLists[k][:0]
+		for i, ni := range nodes {
+			list = append(list, framework.NodeScore{Name: ni.NodeName(), Score: raw[j][i]})
+		}
+		buf.normLists[k] = list
+		norm = append(norm, normalizing{index: j, ext: ext, list: list})
+	}
+	buf.norm = norm
+	normalize := func(k int) {
+		nz := &norm[k]
+		if st := nz.ext.NormalizeScore(scoreCtx, state, pod, nz.list); !st.IsSuccess() {
+			fail(cancel, fmt.Errorf("running Normalize on Score plugin %q: %w", active[nz.index].Name(), st.AsError()))
+			return
+		}
+		r := raw[nz.index]
+		for i := range nz.list {
+			r[i] = nz.list[i].Score
+		}
+	}
+	if len(norm) == 1 {
+		normalize(0)
+	} else if len(norm) > 1 {
+		p.parallelizeN(scoreCtx, len(norm), normalize)
+	}
+	if firstErr != nil {
+		return nil, framework.AsStatus(firstErr)
+	}
+
+	for _, ni := range nodes {
+		totals = append(totals, framework.NodeScore{Name: ni.NodeName()})
+	}
+	buf.totals = totals
+	for j, pl := range active {
+		for i, s := range raw[j] {
+			if s < framework.MinNodeScore || s > framework.MaxNodeScore {
 				return nil, framework.AsStatus(fmt.Errorf("plugin %q returns an invalid score %d, it should in the range of [%d, %d] after normalizing",
-					pl.Name(), s.Score, framework.MinNodeScore, framework.MaxNodeScore))
+					pl.Name(), s, framework.MinNodeScore, framework.MaxNodeScore))
 			}
-			totals[i].Score += s.Score * pl.weight
+			totals[i].Score += s * pl.weight
 		}
 	}
 	return totals, nil
@@ -406,8 +445,19 @@ func (p *profile) runScore(ctx context.Context, state *framework.CycleState, pod
 // scoreBuffers are runScore's lists, kept from one cycle to the next.
 type scoreBuffers struct {
 	active []weightedScorePlugin
-	scores [][]framework.NodeScore
-	totals []framework.NodeScore
+	// raw holds each active plugin's scores by node (normalised in place).
+	raw [][]int64
+	// norm and normLists are the plugins that normalise and their NodeScore lists.
+	norm      []normalizing
+	normLists [][]framework.NodeScore
+	totals    []framework.NodeScore
+}
+
+// normalizing is one active Score plugin with ScoreExtensions and its list.
+type normalizing struct {
+	index int // in the active plugins
+	ext   framework.ScoreExtensions
+	list  []framework.NodeScore
 }
 
 // grow returns s resized to n zeroed elements, reusing its array when it is large enough.

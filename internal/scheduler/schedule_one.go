@@ -259,6 +259,10 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 	clear(passed)
 
 	filters := s.profile.activeFilters(state)
+	// Nominated pods are looked up per node only when some pod is nominated
+	// (asked once per cycle: nominations are made by this goroutine's PostFilter
+	// or arrive with pod updates, and a cycle sees the queue as it was at its start).
+	withNominated := s.profile.nominator != nil && s.profile.nominator.HasNominatedPods()
 	p := s.profile.parallelism
 	chunk := max(1, min(int(math.Sqrt(float64(numAll))), numToFind/(2*p)))
 	var (
@@ -269,7 +273,12 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, state *framewo
 	handedOut := runChunks(ctx, p, numAll, chunk, func(lo, hi int) bool {
 		fit := 0
 		for i := lo; i < hi; i++ {
-			st := s.profile.filterWithNominatedPods(ctx, state, pod, nodes[(start+i)%numAll], filters)
+			var st *framework.Status
+			if ni := nodes[(start+i)%numAll]; withNominated {
+				st = s.profile.filterWithNominatedPods(ctx, state, pod, ni, filters)
+			} else {
+				st = s.profile.runFilterPlugins(ctx, state, pod, ni, filters)
+			}
 			switch {
 			case st.IsSuccess():
 				passed[i] = true

@@ -250,6 +250,11 @@ func hasRequiredAntiAffinity(p *corev1.Pod) bool {
 }
 
 // NodeInfo is one node and the pods on it (bound or assumed), with aggregates.
+// The fields that filtering and scoring read for every node of a cycle (the
+// node pointer, name, unschedulable flag, taints, pod count, allocatable and
+// requested resources, images) come first, so that they share as few cache
+// lines as possible: a cycle at 5000 nodes reads 500 NodeInfos that are rarely
+// in the CPU's caches, and each line is a miss.
 type NodeInfo struct {
 	node *corev1.Node
 	// name, unschedulable and taints copy the node's fields that filtering and
@@ -261,19 +266,20 @@ type NodeInfo struct {
 	taints        []corev1.Taint
 	// Pods are the pods on the node.
 	Pods []*PodInfo
+	// Allocatable is the node's allocatable resources.
+	Allocatable Resource
+	// Requested is the sum of the pods' requests; NonZeroRequested uses the scorer defaults.
+	Requested        Resource
+	NonZeroRequested Resource
+	// ImageStates summarises the images present on the node (filled by the snapshot);
+	// nil when there are none, so that scoring a node without images reads no map.
+	ImageStates map[string]*ImageStateSummary
+
 	// PodsWithAffinity and PodsWithRequiredAntiAffinity are subsets of Pods.
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	// UsedPorts are the host ports the pods use.
 	UsedPorts HostPortInfo
-	// Requested is the sum of the pods' requests; NonZeroRequested uses the scorer defaults.
-	Requested        Resource
-	NonZeroRequested Resource
-	// Allocatable is the node's allocatable resources.
-	Allocatable Resource
-	// ImageStates summarises the images present on the node (filled by the snapshot);
-	// nil when there are none, so that scoring a node without images reads no map.
-	ImageStates map[string]*ImageStateSummary
 	// Generation increases on every change (the snapshot copies only changed nodes).
 	Generation int64
 }

@@ -68,6 +68,10 @@ type resourceAllocationScorer struct {
 	// useRequested counts requests as written (BalancedAllocation); otherwise
 	// missing cpu/memory requests count as the scheduler's non-zero defaults.
 	useRequested bool
+	// cpuMemory is set when the scored resources are cpu then memory (both
+	// plugins' default): score then reads the four numbers straight from the
+	// NodeInfo instead of building per-resource lists.
+	cpuMemory bool
 }
 
 // maxStackResources is how many scored resources Score handles without allocating.
@@ -87,6 +91,7 @@ func newResourceAllocationScorer(t ScoringStrategyType, resources []ResourceSpec
 		name := corev1.ResourceName(res.Name)
 		r.resources = append(r.resources, scoredResource{name: name, kind: kindOf(name), weight: res.Weight})
 	}
+	r.cpuMemory = len(r.resources) == 2 && r.resources[0].kind == kindCPU && r.resources[1].kind == kindMemory
 	for _, p := range shape {
 		// The shape's scores are out of MaxCustomPriorityScore; scale them to MaxNodeScore.
 		r.shape = append(r.shape, shapePoint{utilization: int64(p.Utilization), score: int64(p.Score) * (framework.MaxNodeScore / MaxCustomPriorityScore)})
@@ -158,6 +163,9 @@ func (r *resourceAllocationScorer) score(nodeInfo *framework.NodeInfo, podReques
 	if len(podRequests) != n {
 		return 0, framework.NewStatus(framework.Error, "pod requests do not match the scored resources")
 	}
+	if r.cpuMemory && r.strategy != strategyRequestedToCapacityRatio {
+		return r.scoreCPUMemory(nodeInfo, podRequests[0], podRequests[1]), nil
+	}
 	var reqBuf, allocBuf, podBuf [maxStackResources]int64
 	requested, allocatable, withoutPod := reqBuf[:0], allocBuf[:0], podBuf[:0]
 	if n > maxStackResources {
@@ -182,6 +190,62 @@ func (r *resourceAllocationScorer) score(nodeInfo *framework.NodeInfo, podReques
 	default:
 		return leastResourceScore(r.resources, requested, allocatable), nil
 	}
+}
+
+// scoreCPUMemory is score for the resources cpu then memory and the strategies
+// LeastAllocated, MostAllocated and Balanced, with the same arithmetic as the
+// general functions below (the same integer and float operations in the same
+// order, so the same scores) on four numbers read from the NodeInfo.
+func (r *resourceAllocationScorer) scoreCPUMemory(nodeInfo *framework.NodeInfo, podCPU, podMemory int64) int64 {
+	requested := &nodeInfo.NonZeroRequested
+	if r.useRequested {
+		requested = &nodeInfo.Requested
+	}
+	allocCPU, allocMem := nodeInfo.Allocatable.MilliCPU, nodeInfo.Allocatable.Memory
+	reqCPU, reqMem := requested.MilliCPU+podCPU, requested.Memory+podMemory
+	switch r.strategy {
+	case strategyBalanced:
+		with := balancedCPUMemory(reqCPU, reqMem, allocCPU, allocMem)
+		without := balancedCPUMemory(reqCPU-podCPU, reqMem-podMemory, allocCPU, allocMem)
+		return framework.MaxNodeScore/2 + (framework.MaxNodeScore/2+with-without)/2
+	case strategyMostAllocated, strategyLeastAllocated:
+		var nodeScore, weightSum int64
+		for k, alloc := range [2]int64{allocCPU, allocMem} {
+			if alloc == 0 {
+				continue
+			}
+			req := reqCPU
+			if k == 1 {
+				req = reqMem
+			}
+			var s int64
+			if r.strategy == strategyMostAllocated {
+				s = min(req, alloc) * framework.MaxNodeScore / alloc
+			} else if req <= alloc {
+				s = (alloc - req) * framework.MaxNodeScore / alloc
+			}
+			w := r.resources[k].weight
+			nodeScore += s * w
+			weightSum += w
+		}
+		if weightSum == 0 {
+			return 0
+		}
+		return nodeScore / weightSum
+	}
+	return 0
+}
+
+// balancedCPUMemory is balancedResourceScore for cpu and memory.
+func balancedCPUMemory(reqCPU, reqMem, allocCPU, allocMem int64) int64 {
+	if allocCPU == 0 || allocMem == 0 {
+		// One fraction or none: the standard deviation is 0.
+		return framework.MaxNodeScore
+	}
+	fCPU := min(float64(reqCPU)/float64(allocCPU), 1)
+	fMem := min(float64(reqMem)/float64(allocMem), 1)
+	std := math.Abs((fCPU - fMem) / 2)
+	return int64((1 - std) * float64(framework.MaxNodeScore))
 }
 
 // leastResourceScore is the weighted mean of (allocatable-requested)/allocatable ×

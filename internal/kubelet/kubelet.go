@@ -28,7 +28,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultRelistPeriod   = time.Second
-	DefaultResyncPeriod   = 10 * time.Second
+	DefaultResyncPeriod   = time.Minute
 	DefaultBackoffInitial = 10 * time.Second
 	DefaultBackoffMax     = 5 * time.Minute
 	DefaultResolvConf     = "/etc/resolv.conf"
@@ -70,7 +70,11 @@ type Config struct {
 	ClusterDomain string
 	// RelistPeriod is how often the runtime is relisted (default 1 s).
 	RelistPeriod time.Duration
-	// ResyncPeriod is how often every pod is synced even without a change (default 10 s).
+	// ResyncPeriod is how often every pod is synced even without a change (default 1 min, as
+	// upstream's --sync-frequency): the runtime's changes reach a pod through the PLEG's
+	// relist, the API's through the watch, probe results, back-offs and deadlines through
+	// their own triggers, so the resync catches only what none of those report (a ConfigMap or
+	// Secret a volume holds changed), and each costs a pod two reads of the runtime.
 	ResyncPeriod time.Duration
 	// BackoffInitial and BackoffMax bound the restart and image pull back-off (10 s, 5 min).
 	BackoffInitial, BackoffMax time.Duration
@@ -96,6 +100,7 @@ type Kubelet struct {
 	liveness  map[string]bool // container IDs whose liveness probe failed
 	timers    map[types.UID]*podTimer
 	written   map[types.UID]*v1.Pod // the pod as the last status write returned it (written.go)
+	observed  map[types.UID]string  // the runtime state the pod's last sync read (observed.go)
 	runCtx    context.Context       // nil before Run
 	stopped   bool                  // no new workers once Run is returning
 	workersWG sync.WaitGroup
@@ -148,6 +153,7 @@ func New(cfg Config) (*Kubelet, error) {
 		liveness:     map[string]bool{},
 		timers:       map[types.UID]*podTimer{},
 		written:      map[types.UID]*v1.Pod{},
+		observed:     map[types.UID]string{},
 	}
 	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {

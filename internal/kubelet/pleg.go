@@ -3,15 +3,15 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // pleg relists the runtime's sandboxes and containers every RelistPeriod and triggers a sync
 // of every pod whose sandboxes or containers appeared, disappeared or changed state — pods
-// the API no longer has among them, so that orphans are cleaned up.
+// the API no longer has among them, so that orphans are cleaned up — unless the pod's worker
+// has already seen that very state (observed.go): the change is then the worker's own doing,
+// e.g. the sandbox and container its sync just started, which it read back and reported.
 type pleg struct {
 	k    *Kubelet
 	last map[types.UID]string // pod UID → fingerprint of its runtime objects
@@ -51,27 +51,26 @@ func (p *pleg) relist(ctx context.Context) error {
 		if uid == "" {
 			continue // not a pod of a kubelet
 		}
-		parts[uid] = append(parts[uid], "s/"+sb.Id+"/"+sb.State.String())
+		parts[uid] = append(parts[uid], sandboxPart(sb.Id, sb.State))
 	}
 	for _, c := range cs {
 		uid := types.UID(c.Labels[labelPodUID])
 		if uid == "" {
 			continue
 		}
-		parts[uid] = append(parts[uid], "c/"+c.Id+"/"+c.State.String())
+		parts[uid] = append(parts[uid], containerPart(c.Id, c.State))
 	}
 	now := make(map[types.UID]string, len(parts))
 	for uid, ps := range parts {
-		sort.Strings(ps)
-		now[uid] = strings.Join(ps, ",")
+		now[uid] = fingerprint(ps)
 	}
 	for uid, fp := range now {
-		if old, ok := p.last[uid]; !ok || old != fp {
+		if old, ok := p.last[uid]; (!ok || old != fp) && !p.k.hasObserved(uid, fp) {
 			p.k.trigger(uid)
 		}
 	}
 	for uid := range p.last {
-		if _, ok := now[uid]; !ok {
+		if _, ok := now[uid]; !ok && !p.k.hasObserved(uid, "") {
 			p.k.trigger(uid)
 		}
 	}

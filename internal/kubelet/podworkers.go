@@ -115,6 +115,7 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 			if len(w.wake) == 0 {
 				delete(k.workers, w.uid)
 				delete(k.written, w.uid)
+				delete(k.observed, w.uid)
 				k.mu.Unlock()
 				return
 			}

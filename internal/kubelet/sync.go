@@ -32,6 +32,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 	if err != nil {
 		return false, err
 	}
+	k.observe(rt)
 	if pod == nil {
 		return k.cleanupOrphan(ctx, w, rt)
 	}
@@ -54,6 +55,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 	if rt, err = readRuntime(ctx, k.cfg.Runtime, w.uid); err != nil {
 		return false, errors.Join(syncErr, err)
 	}
+	k.observe(rt)
 	st := k.podStatus(pod, rt, w, false)
 	if k.cfg.Probes != nil {
 		// The prober learns of newly running containers before the status is written, so that

@@ -308,7 +308,6 @@ func (s *Server) checkContainerName(sandboxID string, md *runtimeapi.ContainerMe
 	return nil
 }
 
-// writeSpec writes the bundle's config.json.
 // targetPIDNamespace is the pid namespace of the running container targetID of
 // sandbox sandboxID, for a container that shares it (pid NamespaceMode TARGET,
 // as kubectl debug --target asks for an ephemeral container).
@@ -329,11 +328,13 @@ func (s *Server) targetPIDNamespace(ctx context.Context, sandboxID, targetID str
 	return "", status.Errorf(codes.NotFound, "target container %q of pid namespace TARGET not found in pod sandbox %s", targetID, sandboxID)
 }
 
+// writeSpec writes the bundle's config.json, compact: runc, the shim and exec parse it, nobody
+// edits it (about 40 % fewer bytes than indented).
 func writeSpec(path string, spec *specs.Spec) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create bundle: %w", err)
 	}
-	b, err := json.MarshalIndent(spec, "", "  ")
+	b, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("encode OCI spec: %w", err)
 	}

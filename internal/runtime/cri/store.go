@@ -88,8 +88,8 @@ type finalStatus struct {
 	Message    string `json:"message,omitempty"`
 }
 
-// writeJSON writes v to path atomically: a temporary file in the same directory, synced,
-// then renamed over path.
+// writeJSON writes v to path atomically: a temporary file (mode 0600, as CreateTemp makes it)
+// in the same directory, synced, then renamed over path.
 func writeJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -106,9 +106,6 @@ func writeJSON(path string, v any) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o600)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)

@@ -149,7 +149,20 @@ func protobufCapable(obj runtime.Object) bool {
 
 // writeObject encodes obj for the first acceptable media type that can carry it.
 func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	typ := "json"
+	typ := responseType(r, obj)
+	data, err := s.codecs.encodeBytes(typ, obj)
+	if err != nil {
+		s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
+		return
+	}
+	w.Header().Set("Content-Type", contentType(typ))
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// responseType is the media type ("json", "yaml" or "protobuf") of a response of obj
+// that the request accepts: the first it names that can carry obj, JSON otherwise.
+func responseType(r *http.Request, obj runtime.Object) string {
 	for _, m := range parseAccept(r.Header.Get("Accept")) {
 		if m.as != "" {
 			continue
@@ -157,27 +170,48 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, o
 		if m.typ == "protobuf" && !protobufCapable(obj) {
 			continue
 		}
-		typ = m.typ
-		break
+		return m.typ
 	}
-	var data []byte
+	return "json"
+}
+
+// encodeBytes returns obj encoded in the media type typ.
+func (c *codecs) encodeBytes(typ string, obj runtime.Object) ([]byte, error) {
 	if typ == "protobuf" {
-		var err error
-		if data, err = s.codecs.protoBytes(obj); err != nil {
-			s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
-			return
-		}
-	} else {
-		var buf bytes.Buffer
-		if err := s.codecs.encode(&buf, typ, obj); err != nil {
-			s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encode response: %w", err)))
-			return
-		}
-		data = buf.Bytes()
+		return c.protoBytes(obj)
 	}
+	var buf bytes.Buffer
+	if err := c.encode(&buf, typ, obj); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// constResponse is a response object that never changes (a binding's Success Status),
+// encoded once in each media type when the server starts.
+type constResponse struct {
+	obj     runtime.Object
+	encoded map[string][]byte // by media type: json, yaml, protobuf
+}
+
+func (c *codecs) newConstResponse(obj runtime.Object) (*constResponse, error) {
+	r := &constResponse{obj: obj, encoded: map[string][]byte{}}
+	for _, typ := range []string{"json", "yaml", "protobuf"} {
+		data, err := c.encodeBytes(typ, obj)
+		if err != nil {
+			return nil, fmt.Errorf("encode %T as %s: %w", obj, typ, err)
+		}
+		r.encoded[typ] = data
+	}
+	return r, nil
+}
+
+// writeConst writes a constResponse as writeObject would write its object.
+func (s *Server) writeConst(w http.ResponseWriter, r *http.Request, code int, c *constResponse) {
+	typ := responseType(r, c.obj)
 	w.Header().Set("Content-Type", contentType(typ))
 	w.WriteHeader(code)
-	_, _ = w.Write(data)
+	_, _ = w.Write(c.encoded[typ])
 }
 
 // writeError answers with a metav1.Status in the shape kubectl expects.

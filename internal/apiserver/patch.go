@@ -338,9 +338,14 @@ func (s *Server) handleBinding(w http.ResponseWriter, req *http.Request, ri *req
 		s.writeError(w, req, err)
 		return
 	}
+	s.writeConst(w, req, http.StatusCreated, s.bindingCreated)
+}
+
+// bindingCreatedStatus is the response to a successful binding, as upstream's.
+func bindingCreatedStatus() *metav1.Status {
 	st := &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated}
 	st.APIVersion, st.Kind = "v1", "Status"
-	s.writeObject(w, req, http.StatusCreated, st)
+	return st
 }
 
 // bindPod returns cur assigned to the binding's node, as upstream's BindingREST: cur is

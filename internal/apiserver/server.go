@@ -77,6 +77,8 @@ type Server struct {
 	metrics *metrics
 	svc     *serviceAllocators
 	tracer  *tracer // nil when tracing is off
+	// bindingCreated is the response to every successful binding, encoded once.
+	bindingCreated *constResponse
 	// eventTTL are the store options of a write of a resource that expires with the
 	// event TTL (nil when Events do not expire); built once, so writes pass it as is.
 	eventTTL []storage.WriteOption
@@ -109,6 +111,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, scheme: scheme, codecs: newCodecs(scheme),
 		table: registry.NewTable(registry.Builtin()), caches: map[string]*watchcache.Cache{},
 		readyCh: make(chan struct{}),
+	}
+	if s.bindingCreated, err = s.codecs.newConstResponse(bindingCreatedStatus()); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	if cfg.EventTTL > 0 {
 		s.eventTTL = []storage.WriteOption{storage.WithTTL(cfg.EventTTL)}

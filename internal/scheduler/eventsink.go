@@ -31,7 +31,7 @@ type eventSink struct {
 	ctx     context.Context
 	posts   chan eventPost
 	posters sync.WaitGroup
-	client *poster.Poster // nil: the REST client posts
+	client  *poster.Poster // nil: the REST client posts
 }
 
 // eventPost is one Create handed to a poster, which sends the result on done.

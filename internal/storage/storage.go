@@ -183,3 +183,12 @@ type ProgressRequester interface {
 	// RequestProgress makes every watch of the store send a WatchResult with ProgressRevision.
 	RequestProgress(ctx context.Context) error
 }
+
+// PrevlessWatcher is implemented by stores that can watch without the previous values:
+// the events of WatchWithoutPrev carry no PrevValue, for puts and deletes alike. A
+// consumer that keeps the last state of every key (a watch cache) needs none of them,
+// and each previous value costs etcd a read of the key's older revision per watcher.
+type PrevlessWatcher interface {
+	// WatchWithoutPrev is Watch whose events have a nil PrevValue.
+	WatchWithoutPrev(ctx context.Context, prefix string, afterRevision int64) (<-chan WatchResult, error)
+}

@@ -180,7 +180,13 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch, err := c.cfg.Store.Watch(wctx, c.cfg.Prefix, rev)
+	// The cache keeps every key's last state, so it needs no previous values from the
+	// store (each costs etcd a read of the key's older revision).
+	watchStore := c.cfg.Store.Watch
+	if pw, ok := c.cfg.Store.(storage.PrevlessWatcher); ok {
+		watchStore = pw.WatchWithoutPrev
+	}
+	ch, err := watchStore(wctx, c.cfg.Prefix, rev)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", c.cfg.Prefix, err)
 	}
@@ -262,16 +268,18 @@ func (c *Cache) decode(se storage.Event) (Event, error) {
 			ev.Type = watch.Added
 		}
 	case storage.EventDelete:
+		// The deleted object is its last state at the revision of the delete: the store's
+		// previous value when it sent one, else the cache's copy with that revision.
 		var obj runtime.Object
 		var err error
 		if se.PrevValue != nil {
 			obj, err = c.cfg.Decode(se.Key, se.PrevValue, se.Revision)
 		} else if prev != nil {
-			obj, err = c.cfg.Decode(se.Key, nil, se.Revision)
+			obj, err = withResourceVersion(prev, se.Revision)
 		}
 		if err != nil || obj == nil {
 			if prev == nil {
-				return Event{}, fmt.Errorf("delete of unknown key: %w", err)
+				return Event{}, fmt.Errorf("delete of unknown key %s", se.Key)
 			}
 			obj = prev
 		}

@@ -1030,6 +1030,11 @@ func (g *gatedStore) Watch(context.Context, string, int64) (<-chan storage.Watch
 	return g.ch, nil
 }
 
+// WatchWithoutPrev returns the test's channel too (the etcd Store's would be promoted).
+func (g *gatedStore) WatchWithoutPrev(context.Context, string, int64) (<-chan storage.WatchResult, error) {
+	return g.ch, nil
+}
+
 // TestRevisionAppliedWhole feeds the cache the deletions of four keys at one revision
 // (as a lease's expiry sends them, More on all but the last) and checks that neither a
 // list nor the revision shows the revision partly applied, and that a watcher gets all

@@ -567,3 +567,58 @@ func BenchmarkCreate(b *testing.B) {
 		})
 	}
 }
+
+// TestWatchWithoutPrev checks that WatchWithoutPrev sends the same changes as Watch, with
+// no previous values, while Watch sends them for updates and deletes.
+func TestWatchWithoutPrev(t *testing.T) {
+	e := startEmbedded(t, EmbeddedConfig{UnsafeNoFsync: true})
+	s := embeddedStore(t, e)
+	ctx := t.Context()
+	with, err := s.Watch(ctx, "/prev/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := s.WatchWithoutPrev(ctx, "/prev/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := s.Create(ctx, "/prev/k", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Update(ctx, "/prev/k", []byte("v2"), r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Delete(ctx, "/prev/k", r2); err != nil {
+		t.Fatal(err)
+	}
+	next := func(ch <-chan storage.WatchResult) storage.Event {
+		t.Helper()
+		for {
+			select {
+			case r := <-ch:
+				if r.Err != nil {
+					t.Fatalf("watch: %v", r.Err)
+				}
+				if r.Event.Key != "" {
+					return r.Event
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no watch event within 10 s")
+			}
+		}
+	}
+	for i, wantPrev := range []string{"", "v1", "v2"} {
+		a, b := next(with), next(without)
+		if string(a.PrevValue) != wantPrev {
+			t.Errorf("Watch event %d: PrevValue %q, want %q", i, a.PrevValue, wantPrev)
+		}
+		if b.PrevValue != nil {
+			t.Errorf("WatchWithoutPrev event %d: PrevValue %q, want none", i, b.PrevValue)
+		}
+		if a.Type != b.Type || a.Key != b.Key || string(a.Value) != string(b.Value) || a.Revision != b.Revision || a.Created != b.Created {
+			t.Errorf("event %d: Watch %+v, WatchWithoutPrev %+v: want the same change", i, a, b)
+		}
+	}
+}

@@ -18,6 +18,16 @@ const watchBuffer = 128
 // A compacted start revision yields one WatchResult with storage.ErrCompacted;
 // any other abnormal end yields one WatchResult with a non-nil Err.
 func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (<-chan storage.WatchResult, error) {
+	return s.watch(ctx, prefix, afterRevision, true)
+}
+
+// WatchWithoutPrev is Watch without the previous values (storage.PrevlessWatcher): etcd
+// then reads no older revision of a key for each event it sends.
+func (s *Store) WatchWithoutPrev(ctx context.Context, prefix string, afterRevision int64) (<-chan storage.WatchResult, error) {
+	return s.watch(ctx, prefix, afterRevision, false)
+}
+
+func (s *Store) watch(ctx context.Context, prefix string, afterRevision int64, prevValues bool) (<-chan storage.WatchResult, error) {
 	if err := s.usable(); err != nil {
 		return nil, fmt.Errorf("etcd watch %q: %w", prefix, err)
 	}
@@ -33,12 +43,11 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (
 
 	ctx, cancel := context.WithCancel(ctx)
 	stopOnClose := context.AfterFunc(s.closed, cancel)
-	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix,
-		clientv3.WithPrefix(),
-		clientv3.WithRev(afterRevision+1),
-		clientv3.WithPrevKV(),
-		clientv3.WithProgressNotify(),
-	)
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(afterRevision + 1), clientv3.WithProgressNotify()}
+	if prevValues {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
+	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix, opts...)
 	out := make(chan storage.WatchResult, watchBuffer)
 	go func() {
 		defer close(out)

@@ -95,7 +95,8 @@ func (s *Snapshot) Get(nodeName string) (*framework.NodeInfo, error) {
 // UpdateSnapshot brings the snapshot up to date with the cache. Only NodeInfos
 // changed since the snapshot's generation are copied; the node list is rebuilt only
 // when nodes were added or removed. Copies replace the snapshot's NodeInfo structs
-// in place, so slices handed out earlier see the new content.
+// in place (NodeInfo.CopyInto, reusing their pod lists and maps), so slices handed
+// out earlier see the new content.
 func (c *Cache) UpdateSnapshot(s *Snapshot) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -132,20 +133,19 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) error {
 			existing = &framework.NodeInfo{}
 			s.nodeInfoMap[node.Name] = existing
 		}
-		clone := item.info.Clone()
-		for name, sum := range clone.ImageStates {
+		hadAffinity, hadAnti := len(existing.PodsWithAffinity) > 0, len(existing.PodsWithRequiredAntiAffinity) > 0
+		item.info.CopyInto(existing)
+		for name, sum := range existing.ImageStates {
 			shared, ok := s.images[name]
 			if !ok {
 				shared = &framework.ImageStateSummary{Size: sum.Size, NumNodes: 1}
 				s.images[name] = shared
 			}
-			clone.ImageStates[name] = shared
+			existing.ImageStates[name] = shared
 		}
-		if (len(existing.PodsWithAffinity) > 0) != (len(clone.PodsWithAffinity) > 0) ||
-			(len(existing.PodsWithRequiredAntiAffinity) > 0) != (len(clone.PodsWithRequiredAntiAffinity) > 0) {
+		if hadAffinity != (len(existing.PodsWithAffinity) > 0) || hadAnti != (len(existing.PodsWithRequiredAntiAffinity) > 0) {
 			updateAffinity = true
 		}
-		*existing = *clone
 	}
 	if c.headNode != nil {
 		s.generation = c.headNode.info.Generation

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,5 +122,53 @@ func TestStatus(t *testing.T) {
 	e := AsStatus(errors.New("boom"))
 	if e.Code() != Error || e.AsError().Error() != "boom" {
 		t.Fatalf("error status %+v", e)
+	}
+}
+
+// TestCopyIntoMatchesClone: CopyInto into a NodeInfo that held another node's
+// pods, ports and images leaves it equal to a Clone, and later changes of the
+// original do not reach the copy.
+func TestCopyIntoMatchesClone(t *testing.T) {
+	withPort := func(name string, port int32, affinity bool) *corev1.Pod {
+		c := container("100m", "10Mi")
+		c.Ports = []corev1.ContainerPort{{HostPort: port, Protocol: corev1.ProtocolTCP}}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+		if affinity {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}}
+		}
+		return p
+	}
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), "example.com/gpu": resource.MustParse("2")}}}
+	}
+	src := NewNodeInfo(withPort("a", 80, false), withPort("b", 81, true))
+	src.SetNode(node("n1"))
+	src.ImageStates = map[string]*ImageStateSummary{"img:1": {Size: 10, NumNodes: 1}}
+
+	dst := NewNodeInfo(withPort("x", 90, true), withPort("y", 91, true), withPort("z", 92, false))
+	dst.SetNode(node("n2"))
+	dst.ImageStates = map[string]*ImageStateSummary{"other:1": {Size: 5}}
+	src.CopyInto(dst)
+	if want := src.Clone(); !reflect.DeepEqual(dst, want) {
+		t.Fatalf("copy %+v\nclone %+v", dst, want)
+	}
+	empty := NewNodeInfo()
+	empty.SetNode(node("n3"))
+	empty.CopyInto(dst)
+	if len(dst.Pods) != 0 || cap(dst.Pods) < 2 {
+		t.Fatalf("pods %v (cap %d): the array is kept for the next copy", dst.Pods, cap(dst.Pods))
+	}
+	dst.Pods = nil // Clone leaves an empty list nil
+	if want := empty.Clone(); !reflect.DeepEqual(dst, want) {
+		t.Fatalf("copy of an empty node %+v\nclone %+v", dst, want)
+	}
+
+	src.CopyInto(dst)
+	if err := src.RemovePod(src.Pods[0].Pod); err != nil {
+		t.Fatal(err)
+	}
+	src.Requested.ScalarResources = map[corev1.ResourceName]int64{"example.com/gpu": 1}
+	if len(dst.Pods) != 2 || !dst.UsedPorts.CheckConflict("", "TCP", 80) || dst.Requested.ScalarResources != nil {
+		t.Fatalf("the copy changed with the original: %+v", dst)
 	}
 }

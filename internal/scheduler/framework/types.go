@@ -394,6 +394,53 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int64) {
 	n.Generation++
 }
 
+// CopyInto makes dst a copy of n as Clone does, reusing dst's pod lists and
+// maps (the snapshot refreshes the NodeInfo of the node a pod was just assumed
+// on every cycle; a fresh Clone was a fifth of the cycle's allocations). Slices
+// taken from dst's pod lists before the call see the new content.
+func (n *NodeInfo) CopyInto(dst *NodeInfo) {
+	pods, withAffinity, withAnti, ports, images := dst.Pods, dst.PodsWithAffinity, dst.PodsWithRequiredAntiAffinity, dst.UsedPorts, dst.ImageStates
+	*dst = NodeInfo{
+		node:             n.node,
+		name:             n.name,
+		unschedulable:    n.unschedulable,
+		taints:           n.taints,
+		Pods:             append(pods[:0], n.Pods...),
+		Requested:        n.Requested.Clone(),
+		NonZeroRequested: n.NonZeroRequested.Clone(),
+		Allocatable:      n.Allocatable.Clone(),
+		Generation:       n.Generation,
+	}
+	if len(n.PodsWithAffinity) > 0 {
+		dst.PodsWithAffinity = append(withAffinity[:0], n.PodsWithAffinity...)
+	}
+	if len(n.PodsWithRequiredAntiAffinity) > 0 {
+		dst.PodsWithRequiredAntiAffinity = append(withAnti[:0], n.PodsWithRequiredAntiAffinity...)
+	}
+	if ports == nil {
+		ports = HostPortInfo{}
+	}
+	clear(ports)
+	for ip, pp := range n.UsedPorts {
+		m := make(map[ProtocolPort]struct{}, len(pp))
+		for p := range pp {
+			m[p] = struct{}{}
+		}
+		ports[ip] = m
+	}
+	dst.UsedPorts = ports
+	if len(n.ImageStates) > 0 {
+		if images == nil {
+			images = make(map[string]*ImageStateSummary, len(n.ImageStates))
+		}
+		clear(images)
+		for k, v := range n.ImageStates {
+			images[k] = v
+		}
+		dst.ImageStates = images
+	}
+}
+
 // Clone copies the info; pods are shared (they are never modified).
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{

@@ -19,6 +19,15 @@
 //	sh -c 'echo $$ > /sys/fs/cgroup/cpuacct/kubette-bench/cgroup.procs; exec /tmp/kubette up --data-dir /tmp/kb --port 16443' &
 //	go run ./bench/podstartup ... --cpuacct /sys/fs/cgroup/cpuacct/kubette-bench
 //
+// Each phase also prints the idle rate before it and, measured right after its last pod runs,
+// with its pods running: the difference is the background work that grows with the running
+// pods (relists, status loops, the shims). --sequential=false runs only the parallel phase,
+// and --server-profile PREFIX writes `kubette up`'s CPU profiles over it (PREFIX.cpu.N, 2 s
+// each, from /debug/pprof with the kubeconfig's admin credentials):
+//
+//	go run ./bench/podstartup ... --pods 100 --sequential=false --server-profile /tmp/p10
+//	go tool pprof -top /tmp/p10.cpu.*
+//
 // (Without kubette-shim beside kubette the runtime starts `kubette shim` for every container,
 // ~20 ms of CPU more per pod.) Where a pod's CPU goes, process by process: record the whole
 // machine with `perf record -a -g -k CLOCK_REALTIME` while the bench runs with --marks, and count
@@ -62,9 +71,9 @@ const imageRef = "bench.kubette.io/busybox:podstartup"
 
 func main() {
 	var (
-		kubeconfig, kubette, dataDir, busybox, cpuacct string
-		pods, parallel                                 int
-		marks                                          bool
+		kubeconfig, kubette, dataDir, busybox, cpuacct, profile string
+		pods, parallel                                          int
+		marks, sequential                                       bool
 	)
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig of a cluster whose node is this machine")
 	flag.StringVar(&kubette, "kubette", "kubette", "the kubette binary (for `image load`)")
@@ -73,15 +82,17 @@ func main() {
 	flag.IntVar(&pods, "pods", 50, "pods per phase")
 	flag.IntVar(&parallel, "parallel", 10, "pods created at once in the second phase")
 	flag.StringVar(&cpuacct, "cpuacct", "", "a cgroup v1 cpuacct directory holding the cluster's processes: print their CPU time per pod (less the idle cluster's) too")
+	flag.BoolVar(&sequential, "sequential", true, "run the one-at-a-time phase (false: only the parallel one, e.g. for a longer profile of it with more --pods)")
+	flag.StringVar(&profile, "server-profile", "", "write `kubette up`'s CPU profiles over the parallel phase, from its /debug/pprof with the kubeconfig's credentials, 2 s each back to back from the first create to the last pod Running, into PREFIX.cpu.N (`go tool pprof` takes them all at once)")
 	flag.BoolVar(&marks, "marks", false, "print each phase's start and end as Unix times in seconds (to cut a `perf record -k CLOCK_REALTIME` trace to the phases)")
 	flag.Parse()
-	if err := run(kubeconfig, kubette, dataDir, busybox, cpuacct, pods, parallel, marks); err != nil {
+	if err := run(kubeconfig, kubette, dataDir, busybox, cpuacct, profile, pods, parallel, marks, sequential); err != nil {
 		fmt.Fprintln(os.Stderr, "podstartup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel int, marks bool) error {
+func run(kubeconfig, kubette, dataDir, busybox, cpuacct, profile string, pods, parallel int, marks, sequential bool) error {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -103,14 +114,23 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel i
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
 	// Warm-up: the first pod pays for one-time work (cgroup parents, the bridge).
-	if _, _, _, err := measure(ctx, client, dataDir, cpuacct, ns, "warmup", 1, 1); err != nil {
+	if _, _, _, _, err := measure(ctx, client, dataDir, cpuacct, "", ns, "warmup", 1, 1); err != nil {
 		return err
 	}
-	for _, phase := range []struct {
+	type phase struct {
 		name string
 		at   int
-	}{{"sequential", 1}, {fmt.Sprintf("%d at a time", parallel), parallel}} {
-		lat, cpu, span, err := measure(ctx, client, dataDir, cpuacct, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
+	}
+	phases := []phase{{"sequential", 1}, {fmt.Sprintf("%d at a time", parallel), parallel}}
+	if !sequential {
+		phases = phases[1:]
+	}
+	for _, phase := range phases {
+		prof := ""
+		if phase.at > 1 {
+			prof = profile
+		}
+		lat, cpu, idle, span, err := measure(ctx, client, dataDir, cpuacct, prof, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
 		if err != nil {
 			return fmt.Errorf("%s: %w", phase.name, err)
 		}
@@ -120,7 +140,8 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel i
 		s := benchutil.Sorted(lat)
 		cpuText := ""
 		if cpuacct != "" {
-			cpuText = "  CPU/pod " + benchutil.FormatDuration(cpu/time.Duration(len(s)))
+			cpuText = fmt.Sprintf("  CPU/pod %s  idle CPU/s %.1f ms before, %.1f ms with the %d pods running",
+				benchutil.FormatDuration(cpu/time.Duration(len(s))), idle[0]*1e3, idle[1]*1e3, len(s))
 		}
 		fmt.Printf("%-14s pods %3d  create→Running p50 %s  p90 %s  p99 %s  max %s%s\n", phase.name+":", len(s),
 			benchutil.FormatDuration(benchutil.Percentile(s, 50)), benchutil.FormatDuration(benchutil.Percentile(s, 90)),
@@ -131,10 +152,13 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct string, pods, parallel i
 
 // measure creates n pods, at most `at` of them starting at once, and returns each one's time from create to
 // the watch event showing it Running, the CPU time of the cpuacct cgroup ("" = none) from the first
-// create to the last pod Running, and the times of those two moments; then it deletes them and waits until they are gone, from the API and
+// create to the last pod Running, the cgroup's idle CPU rate (seconds per second) before the first
+// create and, measured right after the phase, with the n pods running, and the times of the phase's
+// first create and last Running; with profile (a file prefix) it writes the server's CPU profiles
+// over the phase (profileServer); then it deletes them and waits until they are gone, from the API and
 // from the node's runtime (its sandbox directories under DATA_DIR/runtime/sandboxes), so that the next
 // phase does not share the machine with the teardown of this one.
-func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, span [2]time.Time, _ error) {
+func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, profile, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, idle [2]float64, span [2]time.Time, _ error) {
 	label := map[string]string{"bench": prefix}
 	// A retry watcher from the list's resource version: a watch the API server ends early (its
 	// watch cache restarts when etcd stalls on a loaded machine) is resumed where it stopped
@@ -142,7 +166,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	selector := "bench=" + prefix
 	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, 0, span, fmt.Errorf("list pods: %w", err)
+		return nil, 0, idle, span, fmt.Errorf("list pods: %w", err)
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -151,7 +175,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 		},
 	})
 	if err != nil {
-		return nil, 0, span, fmt.Errorf("watch pods: %w", err)
+		return nil, 0, idle, span, fmt.Errorf("watch pods: %w", err)
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -178,14 +202,15 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 			}
 		}
 	}()
-	idle, err := idleRate(cpuacct)
+	idle[0], err = idleRate(cpuacct)
 	if err != nil {
-		return nil, 0, span, err
+		return nil, 0, idle, span, err
 	}
 	cpuBefore, err := cpuUsage(cpuacct)
 	if err != nil {
-		return nil, 0, span, err
+		return nil, 0, idle, span, err
 	}
+	stopProfile := profileServer(ctx, client, profile)
 	start := time.Now()
 	span[0] = start
 	sem := make(chan struct{}, at)
@@ -220,19 +245,26 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	}
 	wg.Wait()
 	if createErr != nil {
-		return nil, 0, span, createErr
+		return nil, 0, idle, span, createErr
 	}
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
-		return nil, 0, span, errors.New("pods not Running within 2 minutes")
+		return nil, 0, idle, span, errors.New("pods not Running within 2 minutes")
 	}
 	span[1] = time.Now()
 	cpuAfter, err := cpuUsage(cpuacct)
 	if err != nil {
-		return nil, 0, span, err
+		return nil, 0, idle, span, err
 	}
-	cpu = cpuAfter - cpuBefore - time.Duration(idle*float64(time.Since(start)))
+	if err := stopProfile(); err != nil {
+		return nil, 0, idle, span, err
+	}
+	cpu = cpuAfter - cpuBefore - time.Duration(idle[0]*float64(span[1].Sub(start)))
+	// The background work that grows with the running pods (relists, probes, status loops).
+	if idle[1], err = idleRate(cpuacct); err != nil {
+		return nil, 0, idle, span, err
+	}
 	var out []time.Duration
 	mu.Lock()
 	for name, at := range runningAt {
@@ -242,7 +274,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	zero := int64(0)
 	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
 		metav1.ListOptions{LabelSelector: "bench=" + prefix}); err != nil {
-		return nil, 0, span, fmt.Errorf("delete pods: %w", err)
+		return nil, 0, idle, span, fmt.Errorf("delete pods: %w", err)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
@@ -250,7 +282,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, span, errors.New("pods not gone within 2 minutes")
+			return nil, 0, idle, span, errors.New("pods not gone within 2 minutes")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -258,17 +290,53 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		left, err := os.ReadDir(sandboxes)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, 0, span, fmt.Errorf("wait for the runtime's teardown: %w", err)
+			return nil, 0, idle, span, fmt.Errorf("wait for the runtime's teardown: %w", err)
 		}
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, span, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
+			return nil, 0, idle, span, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return out, cpu, span, nil
+	return out, cpu, idle, span, nil
+}
+
+// profileServer fetches the API server process's CPU profile, 2 s at a time, into prefix.cpu.0,
+// prefix.cpu.1, ... until stop is called (nothing when prefix is empty); stop waits for the
+// profile in progress and returns the first error.
+func profileServer(ctx context.Context, client kubernetes.Interface, prefix string) (stop func() error) {
+	if prefix == "" {
+		return func() error { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			// The chunk in progress when stop is called still completes: a canceled
+			// request would lose it.
+			data, err := client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", "2").DoRaw(context.WithoutCancel(ctx))
+			if err != nil {
+				done <- fmt.Errorf("fetch cpu profile: %w", err)
+				return
+			}
+			file := fmt.Sprintf("%s.cpu.%d", prefix, i)
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				done <- fmt.Errorf("write %s: %w", file, err)
+				return
+			}
+			if ctx.Err() != nil {
+				done <- nil
+				return
+			}
+		}
+	}()
+	return func() error {
+		cancel()
+		return <-done
+	}
 }
 
 // unixSeconds is t as seconds since the Unix epoch.

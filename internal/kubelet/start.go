@@ -37,9 +37,17 @@ func (k *Kubelet) restartContainer(ctx context.Context, w *podWorker, pod *v1.Po
 // starts a container, recording why it could not in w.waiting.
 func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, sb *podSandbox, rt *podRuntime, c *v1.Container) error {
 	fp := fieldPath(pod, c)
-	restartCount := 0
+	var restartCount int
 	if l := rt.latest(c.Name); l != nil {
 		restartCount = l.restartCount + 1
+	} else {
+		// No record of an earlier attempt: after a reboot the runtime has none, but the
+		// container's log directory still has one log file per attempt.
+		n, err := restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
+		if err != nil {
+			return fmt.Errorf("container %s of %s: %w", c.Name, podFullName(pod), err)
+		}
+		restartCount = n
 	}
 	imageRef, reason, msg := k.ensureImage(ctx, pod, c, sb.config)
 	if reason != "" {

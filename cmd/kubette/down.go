@@ -40,6 +40,6 @@ first, or its kubelet starts the pods again.`,
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "the data directory of the cluster to take down")
 	cmd.Flags().StringVar(&cfg.Runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
-	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "kubette0", "name of the pods' bridge")
+	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "", "name of the pods' bridge (default: the one the cluster's runtime recorded in DATA_DIR, else kubette0)")
 	return cmd
 }

@@ -123,6 +123,14 @@ func Run(ctx context.Context, cfg Config) error {
 // DATA_DIR/runtime, writable layers of containers without a directory and the bridge's pod
 // masquerade.
 func Down(ctx context.Context, cfg Config) error {
+	if cfg.Bridge == "" {
+		// The bridge the cluster's pods were on, as its runtime recorded it (up --bridge).
+		bridge, err := network.RecordedBridge(filepath.Join(defaultDataDir(cfg.DataDir), "runtime", "cni"))
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		cfg.Bridge = bridge
+	}
 	p, err := open(ctx, cfg, false, nil)
 	if err != nil {
 		return err

@@ -433,7 +433,10 @@ func TestDownRemovesRunningPods(t *testing.T) {
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	downDone = true
-	if err := Down(dctx, r.cfg); err != nil {
+	// Down is not told the bridge (kcri1): it reads it from the conflist the runtime wrote.
+	downCfg := r.cfg
+	downCfg.Bridge = ""
+	if err := Down(dctx, downCfg); err != nil {
 		t.Fatalf("Down: %v", err)
 	}
 	checkNothingLeft(t, dataDir, runcBin, "kcri1")

@@ -55,7 +55,8 @@ func startNodeCluster(t *testing.T, extraArgs ...string) *nodeCluster {
 		if dataDir == "" {
 			return
 		}
-		out, err := exec.Command(tools.kubette, "down", "--data-dir", dataDir, "--bridge", nc.bridge).CombinedOutput()
+		// No --bridge: down finds the cluster's bridge in its data dir.
+		out, err := exec.Command(tools.kubette, "down", "--data-dir", dataDir).CombinedOutput()
 		if err != nil {
 			t.Errorf("kubette down: %v\n%s", err, out)
 		}

@@ -2,6 +2,7 @@ package network
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -149,4 +150,18 @@ func conflistCIDRs(b []byte) ([]netip.Prefix, error) {
 		return nil, fmt.Errorf("parse conflist: no IPAM subnet")
 	}
 	return out, nil
+}
+
+// conflistBridge reads the bridge name back from a conflist written by buildConflist.
+func conflistBridge(b []byte) (string, error) {
+	var c conflist
+	if err := json.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("parse conflist: %w", err)
+	}
+	for _, p := range c.Plugins {
+		if p.Type == "bridge" && p.Bridge != "" {
+			return p.Bridge, nil
+		}
+	}
+	return "", errors.New("parse conflist: no bridge plugin with a bridge name")
 }

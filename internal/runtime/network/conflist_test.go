@@ -227,3 +227,28 @@ func TestWithoutPortmap(t *testing.T) {
 		t.Errorf("CIDRs of the conflist without portmap = %v, %v", cidrs, err)
 	}
 }
+
+func TestRecordedBridge(t *testing.T) {
+	dir := t.TempDir()
+	if b, err := RecordedBridge(dir); err != nil || b != "" {
+		t.Fatalf("no conflist: %q, %v", b, err)
+	}
+	list, err := buildConflist("kbx7", []netip.Prefix{netip.MustParsePrefix("10.88.0.0/24")}, filepath.Join(dir, "ipam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conflistPath(dir), list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := RecordedBridge(dir); err != nil || b != "kbx7" {
+		t.Fatalf("RecordedBridge = %q, %v; want kbx7", b, err)
+	}
+	for _, bad := range []string{"{", `{"plugins":[{"type":"portmap"}]}`} {
+		if err := os.WriteFile(conflistPath(dir), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := RecordedBridge(dir); err == nil {
+			t.Errorf("conflist %q: bridge %q and no error", bad, b)
+		}
+	}
+}

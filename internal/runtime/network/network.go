@@ -128,7 +128,30 @@ func New(cfg Config) (*Manager, error) {
 }
 
 func (m *Manager) conflistPath() string {
-	return filepath.Join(m.cfg.StateDir, networkName+".conflist")
+	return conflistPath(m.cfg.StateDir)
+}
+
+// conflistPath is where a manager with state directory stateDir keeps its conflist.
+func conflistPath(stateDir string) string {
+	return filepath.Join(stateDir, networkName+".conflist")
+}
+
+// RecordedBridge is the bridge named in the conflist a manager with state directory stateDir
+// wrote, "" when there is none (no pod network was set up, or a reboot emptied the state). It
+// lets `kubette down` find the bridge of a cluster started with --bridge without being told.
+func RecordedBridge(stateDir string) (string, error) {
+	b, err := os.ReadFile(conflistPath(stateDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("network: read conflist: %w", err)
+	}
+	bridge, err := conflistBridge(b)
+	if err != nil {
+		return "", fmt.Errorf("network: %s: %w", conflistPath(stateDir), err)
+	}
+	return bridge, nil
 }
 func (m *Manager) ipamDir() string   { return filepath.Join(m.cfg.StateDir, "ipam") }
 func (m *Manager) recordDir() string { return filepath.Join(m.cfg.StateDir, "sandboxes") }

@@ -3,7 +3,6 @@ package network
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,27 +11,14 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
+)
 
 // golden compares got with testdata/name, or rewrites the file with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (go test -run %s -update rewrites it)\n--- got\n%s\n--- want\n%s", path, t.Name(), got, want)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }
 
 func TestBuildConflistGolden(t *testing.T) {

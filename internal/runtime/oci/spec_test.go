@@ -1,9 +1,7 @@
 package oci
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,10 +12,11 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	goldenfile "github.com/kubette/kubette/internal/testenv/golden"
 )
 
 // update rewrites the golden files: go test ./internal/runtime/oci -run Golden -update
-var update = flag.Bool("update", false, "rewrite testdata/*.json")
 
 // rootfs makes a rootfs with an /etc/passwd and /etc/group.
 func rootfs(t *testing.T) string {
@@ -495,19 +494,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	golden := filepath.Join("testdata", "basic.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("spec differs from %s (run with -update after checking):\n%s", golden, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "basic.json"), got)
 }
 
 func TestDevices(t *testing.T) {

@@ -154,8 +154,11 @@ type Controller struct {
 	events syncEvents // traceevents.go; owned by the sync loop
 
 	syncs, reloads, checks, rejections, failedReloads, pushes atomic.Int64
-	mu                                                        sync.Mutex
-	lastError                                                 error
+	// syncing is set from the loop's wake-up until its sync has returned
+	// (and its reload was confirmed and counted).
+	syncing   atomic.Bool
+	mu        sync.Mutex
+	lastError error
 }
 
 type rejection struct {
@@ -175,6 +178,9 @@ type Stats struct {
 	Lua bool
 	// LastError is the last sync's error, nil after a success.
 	LastError error
+	// Idle tells that no sync runs or waits to run: every change the
+	// informers delivered so far is applied and counted.
+	Idle bool
 }
 
 // New validates o and fills its defaults.
@@ -258,7 +264,8 @@ func (c *Controller) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Stats{Syncs: c.syncs.Load(), Checks: c.checks.Load(), Reloads: c.reloads.Load(), Rejections: c.rejections.Load(),
-		FailedReloads: c.failedReloads.Load(), EndpointPushes: c.pushes.Load(), Lua: c.lua.Load() != nil, LastError: c.lastError}
+		FailedReloads: c.failedReloads.Load(), EndpointPushes: c.pushes.Load(), Lua: c.lua.Load() != nil, LastError: c.lastError,
+		Idle: !c.syncing.Load() && len(c.wake) == 0}
 }
 
 // NginxPid returns the pid of the running nginx master, 0 when none runs.
@@ -381,6 +388,7 @@ func (c *Controller) loop(ctx context.Context, l listers, startNginx func()) {
 		case <-c.wake:
 		case <-retry.C:
 		}
+		c.syncing.Store(true)
 		if wait := c.o.MinSyncPeriod - time.Since(last); wait > 0 && !last.IsZero() {
 			t := time.NewTimer(wait)
 			select {
@@ -400,6 +408,7 @@ func (c *Controller) loop(ctx context.Context, l listers, startNginx func()) {
 		c.mu.Lock()
 		c.lastError = err
 		c.mu.Unlock()
+		c.syncing.Store(false)
 		if err == nil && !started && c.applied != nil {
 			started = true
 			startNginx()

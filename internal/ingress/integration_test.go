@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -336,6 +337,14 @@ func testIntegration(t *testing.T, bin, mode string) {
 	})
 
 	t.Run("endpoint added spreads requests", func(t *testing.T) {
+		// nginx serves a new configuration before the controller has confirmed
+		// and counted its reload: wait until the last subtest's is counted.
+		poll.Until(t, "the controller idle", func() error {
+			if !c.Stats().Idle {
+				return errors.New("a sync runs or waits")
+			}
+			return nil
+		})
 		before := c.Stats()
 		extra := slice("a-2", hostIP, backend(t, hostIP, "a2"))
 		extra.Labels[discoveryv1.LabelServiceName] = "a"

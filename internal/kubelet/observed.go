@@ -12,9 +12,10 @@ import (
 // again for the status it writes. The PLEG's next relist then sees the sandbox and container
 // the sync started as a change and triggered one more sync per pod start, which read the
 // runtime twice more (eight CRI calls for a one-container pod) to find nothing to do. So each
-// sync remembers the runtime state it last read (as the PLEG's fingerprint), and the PLEG
-// triggers no sync for a state the pod's worker has already seen: it acted on that state, or
-// scheduled its own retry when it failed. Upstream's PLEG feeds the pod cache the workers
+// sync remembers the runtime state it acted on, and the state it read back when that is
+// settled (every newest container running), as the PLEG's fingerprint, and the PLEG triggers
+// no sync for a state the pod's worker has already seen: it acted on that state, or scheduled
+// its own retry when it failed, or had nothing left to do. Upstream's PLEG feeds the pod cache the workers
 // read from, so a worker there does not read the runtime itself; the effect is the same, one
 // sync per change the kubelet did not make.
 
@@ -42,6 +43,28 @@ func (r *podRuntime) fingerprint() string {
 		parts = append(parts, containerPart(c.id(), c.status.State))
 	}
 	return fingerprint(parts)
+}
+
+// settled tells whether a state a sync read back after acting needs no further sync: the
+// newest sandbox is ready and the newest instance of every container runs. A container that
+// ended between its start and the read-back (a crash loop's `exit 1`) is not settled: the sync
+// reported it but did not act on it, and only the PLEG's trigger brings the sync that
+// restarts it (with its back-off).
+func (r *podRuntime) settled() bool {
+	if len(r.sandboxes) > 0 && !r.sandboxReady() {
+		return false
+	}
+	seen := make(map[string]bool, len(r.containers))
+	for _, c := range r.containers { // newest first per name
+		if seen[c.name()] {
+			continue
+		}
+		seen[c.name()] = true
+		if !c.running() {
+			return false
+		}
+	}
+	return true
 }
 
 // observe records the runtime state a sync of the pod has read.

@@ -102,3 +102,48 @@ func TestRelistSkipsWhatTheWorkerObserved(t *testing.T) {
 		t.Error("the pod's runtime objects disappeared without a sync")
 	}
 }
+
+// exitsOnStart is a runtime whose containers end (exit 1) as soon as they start, before the
+// sync that started them reads the runtime back: a crash loop's `exit 1` on a fast node.
+type exitsOnStart struct {
+	RuntimeService
+	h *harness
+}
+
+func (e exitsOnStart) StartContainer(ctx context.Context, id string) error {
+	if err := e.RuntimeService.StartContainer(ctx, id); err != nil {
+		return err
+	}
+	e.h.rt.Lock()
+	c := e.h.rt.Containers[id]
+	e.h.rt.Unlock()
+	e.h.exit(c, 1)
+	return nil
+}
+
+// TestRelistTriggersForAnExitTheSyncOnlyReported: the sync that starts a container reads it
+// back already exited; it reports that but does not restart it, so the relist must still
+// trigger the sync that does (CI saw crash loops restarted only by the periodic resync).
+func TestRelistTriggersForAnExitTheSyncOnlyReported(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.k.cfg.Runtime = exitsOnStart{RuntimeService: h.rt, h: h}
+	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "crash"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("app", "img:1")}}})
+	w := &podWorker{uid: pod.UID, wake: make(chan struct{}, 1), waiting: map[string]waitingReason{}}
+	h.k.workers[pod.UID] = w
+	h.k.runCtx = ctx
+	if _, err := h.k.syncPod(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.container(pod, "app"); c == nil || c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Fatalf("container after the first sync: %+v", c)
+	}
+	if err := (&pleg{k: h.k}).relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.wake:
+	default:
+		t.Fatal("the relist triggered no sync for a container that exited during the sync that started it")
+	}
+}

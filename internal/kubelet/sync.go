@@ -55,7 +55,9 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 	if rt, err = readRuntime(ctx, k.cfg.Runtime, w.uid); err != nil {
 		return false, errors.Join(syncErr, err)
 	}
-	k.observe(rt)
+	if rt.settled() {
+		k.observe(rt)
+	}
 	st := k.podStatus(pod, rt, w, false)
 	if k.cfg.Probes != nil {
 		// The prober learns of newly running containers before the status is written, so that

@@ -45,9 +45,21 @@ func startEmbedded(t testing.TB, cfg EmbeddedConfig) *Embedded {
 
 func embeddedStore(t testing.TB, e *Embedded) *Store {
 	t.Helper()
-	s, err := e.Store()
+	return closedAtCleanup(t, "Store", e.Store)
+}
+
+// inProcessStore is e's in-process Store, closed when the test ends.
+func inProcessStore(t testing.TB, e *Embedded) *Store {
+	t.Helper()
+	return closedAtCleanup(t, "InProcessStore", e.InProcessStore)
+}
+
+// closedAtCleanup opens a Store with open (Embedded.<name>) and closes it when the test ends.
+func closedAtCleanup(t testing.TB, name string, open func() (*Store, error)) *Store {
+	t.Helper()
+	s, err := open()
 	if err != nil {
-		t.Fatalf("Embedded.Store: %v", err)
+		t.Fatalf("Embedded.%s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -64,18 +76,7 @@ func TestConformanceEmbedded(t *testing.T) {
 
 func TestConformanceInProcess(t *testing.T) {
 	e := startEmbedded(t, EmbeddedConfig{})
-	storagetest.Run(t, func(t *testing.T) storage.Store {
-		s, err := e.InProcessStore()
-		if err != nil {
-			t.Fatalf("Embedded.InProcessStore: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("Store.Close: %v", err)
-			}
-		})
-		return s
-	})
+	storagetest.Run(t, func(t *testing.T) storage.Store { return inProcessStore(t, e) })
 }
 
 func TestConformanceExternal(t *testing.T) {

@@ -256,15 +256,7 @@ func TestStoreTTLLeases(t *testing.T) {
 // its lease errors must still send a write with a revoked lease to a new one.
 func TestStoreTTLLeasesInProcess(t *testing.T) {
 	e := startEmbedded(t, EmbeddedConfig{})
-	s, err := e.InProcessStore()
-	if err != nil {
-		t.Fatalf("Embedded.InProcessStore: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Store.Close: %v", err)
-		}
-	})
+	s := inProcessStore(t, e)
 	if s.kv == nil {
 		t.Fatal("the in-process Store does not call the server's KV service")
 	}
@@ -373,11 +365,7 @@ func BenchmarkCreateTTL(b *testing.B) {
 	}{{"ttl=0", 0}, {"ttl=1h", time.Hour}} {
 		b.Run(bc.name, func(b *testing.B) {
 			e := startEmbedded(b, EmbeddedConfig{UnsafeNoFsync: true})
-			s, err := e.InProcessStore()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = s.Close() })
+			s := inProcessStore(b, e)
 			value := bytes.Repeat([]byte("x"), 1024)
 			var opts []storage.WriteOption
 			if bc.ttl > 0 {

@@ -15,9 +15,9 @@ import (
 // sync remembers the runtime state it acted on, and the state it read back when that is
 // settled (every newest container running), as the PLEG's fingerprint, and the PLEG triggers
 // no sync for a state the pod's worker has already seen: it acted on that state, or scheduled
-// its own retry when it failed, or had nothing left to do. Upstream's PLEG feeds the pod cache the workers
-// read from, so a worker there does not read the runtime itself; the effect is the same, one
-// sync per change the kubelet did not make.
+// its own retry when it failed, or had nothing left to do. Upstream's PLEG feeds the pod cache
+// the workers read from, so a worker there does not read the runtime itself; the effect is the
+// same, one sync per change the kubelet did not make.
 
 // fingerprint is the PLEG's summary of one pod's runtime objects: their IDs and states.
 func fingerprint(parts []string) string {

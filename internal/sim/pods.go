@@ -290,18 +290,9 @@ func (s *Sim) exitWhenDue(ctx context.Context, key string, p *podInfo) error {
 }
 
 // finishDeletion deletes a pod for good, with grace period 0 and its UID as a
-// precondition as a kubelet does, once min(its grace period,
-// MaxDeletionGrace) has passed since the deletion was asked for.
+// precondition as a kubelet does, once deletionDeadline has passed.
 func (s *Sim) finishDeletion(ctx context.Context, key string, p *podInfo) error {
-	var grace time.Duration
-	if p.DeletionGracePeriodSeconds != nil {
-		grace = time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
-	}
-	wait := grace
-	if s.cfg.MaxDeletionGrace >= 0 {
-		wait = min(grace, s.cfg.MaxDeletionGrace)
-	}
-	deadline := p.DeletionTimestamp.Add(-grace).Add(wait)
+	deadline := deletionDeadline(p.ObjectMeta, s.cfg.MaxDeletionGrace)
 	if d := deadline.Sub(s.cfg.Clock.Now()); d > 0 {
 		s.queue.AddAfter(key, d)
 		return nil
@@ -477,4 +468,26 @@ func containerStatus(p *podInfo, c containerInfo) corev1.ContainerStatus {
 		ImageID:     imageID,
 		ContainerID: "kubette-sim://" + hex.EncodeToString(id[:]),
 	}
+}
+
+// deletionDeadline is when a pod marked for deletion is deleted for good:
+// min(its grace period, maxGrace) after the deletion was asked for (its whole
+// grace period when maxGrace is negative).
+//
+// The request time is not stored: deletionTimestamp is the request time plus
+// the grace period, truncated to the second on the wire, so the request lies in
+// [deletionTimestamp-grace, deletionTimestamp-grace+1s). The wait counts from
+// the latest of those, so a pod is never deleted before it has been
+// Terminating for the wait (counting from the earliest deleted some pods a few
+// milliseconds after the request).
+func deletionDeadline(meta metav1.ObjectMeta, maxGrace time.Duration) time.Time {
+	var grace time.Duration
+	if meta.DeletionGracePeriodSeconds != nil {
+		grace = time.Duration(*meta.DeletionGracePeriodSeconds) * time.Second
+	}
+	wait := grace
+	if maxGrace >= 0 {
+		wait = min(grace, maxGrace)
+	}
+	return meta.DeletionTimestamp.Add(-grace).Add(time.Second).Add(wait)
 }

@@ -31,7 +31,8 @@
 //     or has finished, never earlier, so two pods never hold one address.
 //   - Deletion: a pod marked for deletion is deleted with grace period 0 and a
 //     UID precondition once min(its grace period, MaxDeletionGrace) has passed,
-//     counted from the deletion request (deletionTimestamp - grace). Unlike a
+//     counted from the deletion request (deletionTimestamp - grace, plus the
+//     second the timestamp's truncation may have taken off). Unlike a
 //     kubelet, the simulator does not first report the containers terminated.
 //   - Completion: a pod with restartPolicy Never or OnFailure and the
 //     AnnotationExitAfter annotation Succeeds that long after it started.

@@ -276,7 +276,8 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 		pod.Status.HostIP != node.Status.Addresses[0].Address || pod.Status.StartTime == nil || len(pod.Status.PodIPs) != 1 {
 		t.Fatalf("podIP %s hostIP %s startTime %v: want an address of %s on %s", pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime, node.Spec.PodCIDR, node.Status.Addresses[0].Address)
 	}
-	// Deleted with the default grace period (30s): gone after MaxDeletionGrace (1s).
+	// Deleted with the default grace period (30s): gone after MaxDeletionGrace (1s)
+	// plus at most the second deletionTimestamp's truncation took off.
 	deleted := time.Now()
 	if err := c.CoreV1().Pods("one").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -67,32 +66,30 @@ func unixPathIn(dir *os.File, name string) string {
 }
 
 // listenAttach listens on dir/attach.sock (replacing a stale one).
-func listenAttach(dir string) (net.Listener, error) {
+func listenAttach(dir string) (*unixListener, error) {
 	_ = os.Remove(filepath.Join(dir, attachSocket))
 	d, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("attach socket: %w", err)
 	}
 	defer d.Close()
-	ln, err := net.Listen("unix", unixPathIn(d, attachSocket))
+	// The socket file is removed by the shim when it is done (the /proc/self/fd path no
+	// longer names the directory then).
+	ln, err := listenUnix(unixPathIn(d, attachSocket))
 	if err != nil {
 		return nil, fmt.Errorf("attach socket: %w", err)
 	}
-	// The socket file is removed by the shim when it is done (Close would unlink the
-	// /proc/self/fd path, which no longer names the directory then).
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	return ln, nil
 }
 
 // dialAttach connects to dir/attach.sock.
-func dialAttach(ctx context.Context, dir string) (net.Conn, error) {
+func dialAttach(ctx context.Context, dir string) (*unixConn, error) {
 	d, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	var dialer net.Dialer
-	return dialer.DialContext(ctx, "unix", unixPathIn(d, attachSocket))
+	return dialUnix(ctx, unixPathIn(d, attachSocket))
 }
 
 // ioConfig is what the shim reads of a bundle's config.json: the stdin annotations and
@@ -136,7 +133,7 @@ type attachHub struct {
 }
 
 type attachClient struct {
-	conn net.Conn
+	conn *unixConn
 	out  chan []byte // frames
 }
 
@@ -181,7 +178,7 @@ func (w hubWriter) Write(p []byte) (int, error) {
 }
 
 // serve accepts clients until ln is closed.
-func (h *attachHub) serve(ln net.Listener) {
+func (h *attachHub) serve(ln *unixListener) {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -192,7 +189,7 @@ func (h *attachHub) serve(ln net.Listener) {
 }
 
 // handle runs one client: a writer of frames, and the reader of its stdin.
-func (h *attachHub) handle(conn net.Conn) {
+func (h *attachHub) handle(conn *unixConn) {
 	c := &attachClient{conn: conn, out: make(chan []byte, attachQueue)}
 	h.mu.Lock()
 	if h.closed {
@@ -270,7 +267,7 @@ func (h *attachHub) handle(conn net.Conn) {
 
 // readFrames reads a framed client's input until the end of its write side (nil) or a
 // malformed frame (an error): stdin (written when the client asked for it) and terminal sizes.
-func (h *attachHub) readFrames(conn net.Conn, wantsStdin bool) error {
+func (h *attachHub) readFrames(conn *unixConn, wantsStdin bool) error {
 	br := bufio.NewReaderSize(conn, 32<<10)
 	var hdr [5]byte
 	for {
@@ -418,13 +415,13 @@ func (r *Runtime) Attach(ctx context.Context, id string, o AttachOptions) error 
 						break
 					}
 				}
-				_ = conn.(*net.UnixConn).CloseWrite()
+				_ = conn.CloseWrite()
 			}()
 		}
 	case o.Stdin != nil:
 		go func() {
 			_, _ = io.Copy(conn, o.Stdin)
-			_ = conn.(*net.UnixConn).CloseWrite()
+			_ = conn.CloseWrite()
 		}()
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -28,7 +27,7 @@ const consoleWait = 10 * time.Second
 // the system's temporary directory (a short path, whatever the container directory's length).
 type consoleSocket struct {
 	dir  string
-	ln   *net.UnixListener
+	ln   *unixListener
 	got  chan consoleResult
 	path string
 }
@@ -45,7 +44,7 @@ func listenConsole() (*consoleSocket, error) {
 		return nil, fmt.Errorf("console socket: %w", err)
 	}
 	path := filepath.Join(dir, "console.sock")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := listenUnix(path)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("console socket: %w", err)
@@ -60,15 +59,15 @@ func listenConsole() (*consoleSocket, error) {
 
 // acceptMaster accepts runc's connection and receives the pty master it sends (one fd as
 // SCM_RIGHTS, with the pty's name as the message).
-func acceptMaster(ln *net.UnixListener) (*os.File, error) {
-	conn, err := ln.AcceptUnix()
+func acceptMaster(ln *unixListener) (*os.File, error) {
+	conn, err := ln.Accept()
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	name := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := conn.ReadMsgUnix(name, oob)
+	n, oobn, err := conn.readMsg(name, oob)
 	if err != nil {
 		return nil, fmt.Errorf("receive the terminal: %w", err)
 	}
@@ -85,7 +84,6 @@ func acceptMaster(ln *net.UnixListener) (*os.File, error) {
 			unix.Close(fd)
 		}
 		if len(fds) > 0 {
-			unix.CloseOnExec(fds[0])
 			return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
 		}
 	}

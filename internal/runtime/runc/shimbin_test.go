@@ -54,6 +54,21 @@ func TestShimAnswersItsProtocol(t *testing.T) {
 	}
 }
 
+// TestShimLinksNoCgo keeps kubette-shim a statically linked program however it is built: a
+// package that needs cgo (net, os/user) makes it a dynamically linked one, whose every start
+// runs the dynamic loader and glibc's CPUID probes (sock.go).
+func TestShimLinksNoCgo(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/kubette/kubette/cmd/kubette-shim").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "runtime/cgo" || p == "net" || p == "os/user" {
+			t.Errorf("%s depends on %s", ShimBinary, p)
+		}
+	}
+}
+
 func TestShimEnviron(t *testing.T) {
 	env := []string{"PATH=/bin", "HOME=/root"}
 	got := shimEnviron(env)

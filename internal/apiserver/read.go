@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubette/kubette/internal/apiserver/watchcache"
+	"github.com/kubette/kubette/internal/inprocess/objwatch"
 	"github.com/kubette/kubette/internal/registry"
 	"github.com/kubette/kubette/internal/storage"
 )
@@ -361,8 +362,14 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	defer cancel()
 
 	var as, typ string = "", "json"
-	accepted := false
+	// An in-process component's watch (package objwatch) gets the objects themselves,
+	// copied by its sink: no media type to choose.
+	sink, objects := objwatch.FromContext(req.Context())
+	accepted := objects
 	for _, m := range parseAccept(req.Header.Get("Accept")) {
+		if objects {
+			break
+		}
 		if m.as != "" && m.as != "Table" && m.as != "PartialObjectMetadata" {
 			continue
 		}
@@ -417,6 +424,10 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	if typ == "protobuf" {
 		ct += ";stream=watch"
 	}
+	if objects {
+		ct = objwatch.ContentType
+		defer sink.End()
+	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
@@ -430,6 +441,10 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 			st = errorToStatus(apierrors.NewResourceExpired(err.Error()))
 		} else {
 			st = errorToStatus(apierrors.NewInternalError(err))
+		}
+		if objects {
+			sink.SendStatus(ctx, st)
+			return
 		}
 		_ = enc.write(string(watch.Error), st)
 	}
@@ -474,6 +489,12 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 			case "PartialObjectMetadata":
 				obj = partialMetadata(obj)
 			}
+		}
+		if objects {
+			if !sink.Send(ctx, ev.Type, obj, shared) {
+				return
+			}
+			continue
 		}
 		if shared {
 			// The cache's own object, as served: serialised once for every watcher.

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kubette/kubette/internal/inprocess/objwatch"
 )
 
 // RunWithLeaderElection runs a scheduler against the API server of cfg until ctx
@@ -48,7 +50,11 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) err
 	defer cancel()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	// The factory is the scheduler's own: its node informer can drop managedFields too.
-	factory.InformerFor(&corev1.Node{}, newNodeInformer)
+	// In `kubette up`'s process the pod and node watches are served as objects, each
+	// copied for this informer (package objwatch), instead of encoded and decoded.
+	ow, _ := objwatch.ForConfig(cfg)
+	factory.InformerFor(&corev1.Node{}, nodeInformerWith(ow))
+	factory.InformerFor(&corev1.Pod{}, podInformerWith(ow))
 	sink := newEventSink(ctx, client.EventsV1())
 	defer func() {
 		cancel()

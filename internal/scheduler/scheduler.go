@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -38,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
+	"github.com/kubette/kubette/internal/inprocess/objwatch"
 	"github.com/kubette/kubette/internal/scheduler/cache"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins"
@@ -220,20 +222,65 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 
 // newPodInformer watches every pod that is not Succeeded or Failed.
 func newPodInformer(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
-	selector := fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed))
-	inf := coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync,
-		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
-	// As upstream's: the scheduler never reads managedFields, so its cache keeps none.
-	_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
-	return inf
+	return podInformerWith(nil)(cs, resync)
+}
+
+// podInformerWith returns newPodInformer with its watch served as objects by ow
+// (package objwatch: the scheduler in `kubette up`'s process); nil keeps client-go's.
+func podInformerWith(ow *objwatch.Client) func(kubernetes.Interface, time.Duration) toolscache.SharedIndexInformer {
+	return func(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+		selector := fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed))
+		tweak := func(o *metav1.ListOptions) { o.FieldSelector = selector.String() }
+		indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+		var inf toolscache.SharedIndexInformer
+		if ow == nil {
+			inf = coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync, indexers, tweak)
+		} else {
+			inf = toolscache.NewSharedIndexInformerWithOptions(ow.PodListWatch(cs, metav1.NamespaceAll, tweak, copyWithoutManagedFields),
+				&corev1.Pod{}, toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
+		}
+		// As upstream's: the scheduler never reads managedFields, so its cache keeps none.
+		_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
+		return inf
+	}
 }
 
 // newNodeInformer watches every node, keeping no managedFields in its cache.
 func newNodeInformer(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
-	inf := coreinformers.NewNodeInformer(cs, resync, toolscache.Indexers{})
-	_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
-	return inf
+	return nodeInformerWith(nil)(cs, resync)
+}
+
+// nodeInformerWith returns newNodeInformer with its watch served as objects by ow;
+// nil keeps client-go's.
+func nodeInformerWith(ow *objwatch.Client) func(kubernetes.Interface, time.Duration) toolscache.SharedIndexInformer {
+	return func(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+		var inf toolscache.SharedIndexInformer
+		if ow == nil {
+			inf = coreinformers.NewNodeInformer(cs, resync, toolscache.Indexers{})
+		} else {
+			inf = toolscache.NewSharedIndexInformerWithOptions(ow.NodeListWatch(cs, nil, copyWithoutManagedFields),
+				&corev1.Node{}, toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: toolscache.Indexers{}})
+		}
+		_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
+		return inf
+	}
+}
+
+// copyWithoutManagedFields is the object watches' copy of a pod or node the API
+// server shares: a deep copy that leaves out managedFields, which the informers'
+// transform would drop anyway.
+func copyWithoutManagedFields(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		c := *o
+		c.ManagedFields = nil
+		return c.DeepCopy()
+	case *corev1.Node:
+		c := *o
+		c.ManagedFields = nil
+		return c.DeepCopy()
+	}
+	return obj.DeepCopyObject()
 }
 
 // dropManagedFields is an informer transform that empties an object's

@@ -1,8 +1,8 @@
 // Command netprog measures kubette's network programming latency: the time
 // from the pod status write that makes a pod Ready (or not Ready) to the
-// moment traffic to its Service's ClusterIP reaches it (or is refused), as
-// upstream's NetworkProgrammingLatency SLI ("from when service spec or list
-// of its Ready pods change to when it is reflected in load balancing
+// moment traffic to its Service's ClusterIP reaches it (or no longer does),
+// as upstream's NetworkProgrammingLatency SLI ("from when service spec or
+// list of its Ready pods change to when it is reflected in load balancing
 // mechanism"), observed with real connections instead of the proxy's own
 // clock.
 //
@@ -11,12 +11,13 @@
 // EndpointSlice controller (internal/controller/endpointslice) and the
 // service proxy (internal/proxy) in its iptables or nftables mode, applying
 // its rules inside a throwaway network namespace. The namespace holds the
-// pod's address on lo with a TCP listener; a prober thread inside it
-// connects to the ClusterIP every --interval. The host's own tables are never
-// touched; namespaces and the temporary directory are removed at the end and
-// on SIGINT/SIGTERM. It needs root, iproute2, iptables and (for the
-// nftables mode) nft. It prints plain lines meant to be pasted into a
-// report.
+// pods' addresses on lo with TCP listeners; a prober thread inside it
+// connects to the ClusterIPs every --interval. Two changes are measured: a
+// Service's only pod becoming ready and unready (REJECT <-> DNAT), and a
+// second pod beside a ready one. The host's own tables are never touched;
+// namespaces and the temporary directory are removed at the end and on
+// SIGINT/SIGTERM. It needs root, iproute2, iptables and (for the nftables
+// mode) nft. It prints plain lines meant to be pasted into a report.
 package main
 
 import (
@@ -74,7 +75,9 @@ const (
 var (
 	serviceCIDR = netip.MustParsePrefix("10.160.0.0/16")
 	clusterCIDR = netip.MustParsePrefix("10.128.0.0/12")
-	podIP       = netip.MustParseAddr("10.128.0.10")
+	firstIP     = netip.MustParseAddr("10.128.0.10")
+	peerIP      = netip.MustParseAddr("10.128.0.11")
+	moreIP      = netip.MustParseAddr("10.128.0.12")
 	// background endpoints are 10.129.0.0 + k.
 	backgroundBase = netip.MustParseAddr("10.129.0.0")
 )
@@ -89,27 +92,43 @@ type config struct {
 	minSyncPeriod time.Duration
 	timeout       time.Duration
 	workers       int
+	cases         []string
 }
 
+// The targets measured (--cases).
+const (
+	// caseFirst: a Service's only pod becomes ready (its rules change from
+	// REJECT to DNAT) and unready again (back to REJECT).
+	caseFirst = "first"
+	// caseMore: a Service with a ready pod gets a second ready endpoint and
+	// loses it again.
+	caseMore = "more"
+)
+
 const usage = `netprog measures the network programming latency of kubette's service proxy:
-from the pod status write that sets Ready=True to the first TCP connect to the
-Service's ClusterIP that reaches the pod ("ready -> live"), and from the write
-that sets Ready=False to the first connect that is refused ("not ready ->
-refused").
+from the pod status write that changes a pod's readiness to the first TCP
+connect to its Service's ClusterIP that shows the change. Two cases (--cases):
+
+  first  the Service's only pod: Ready=True -> the first connect that reaches
+         it; Ready=False -> the first connect that is refused (no ready
+         endpoint: the proxy rejects)
+  more   a second pod beside a ready one: Ready=True -> the first connect
+         answered by it; Ready=False -> the first of 50 connects in a row
+         answered by the other pod
 
 In one process: the API server (embedded etcd in a temporary directory), the
 EndpointSlice controller and the service proxy, per mode in a fresh network
-namespace (the host's iptables and nftables rules are never touched). The pod
-is a Pod object bound to a Node object, its status written as a kubelet does;
-its address sits on the namespace's lo with a TCP listener, and a prober
-thread inside the namespace connects to ClusterIP:80 every --interval.
+namespace (the host's iptables and nftables rules are never touched). The pods
+are Pod objects bound to a Node object, their status written as a kubelet
+does; their addresses sit on the namespace's lo with TCP listeners, and a
+prober thread inside the namespace connects to ClusterIP:80 every --interval.
 
 Background: --sizes other Services without selector, each with an
 EndpointSlice of --endpoints ready endpoints written by the bench, so the
-proxy's syncs carry a ruleset of that size. For every size and mode it prints
-median, p90 and max over --runs, and where the time went (medians, from the
-status write): the write's response, the EndpointSlice seen by a watch, the
-proxy's sync start and end, the first connect.
+proxy's syncs carry a ruleset of that size. For every size, mode and case it
+prints median, p90 and max over --runs, and where the time went (medians,
+from the status write): the write's response, the EndpointSlice seen by a
+watch, the proxy's sync start and the proxy's "synced" log line, the traffic.
 
 Needs root, ip (iproute2), iptables-restore/-save and, for nftables, nft.
 
@@ -127,6 +146,7 @@ func main() {
 	flag.DurationVar(&cfg.minSyncPeriod, "min-sync-period", 0, "the proxy's MinSyncPeriod (0: its default, proxy.DefaultMinSyncPeriod)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "how long one change may take before the bench gives up")
 	flag.IntVar(&cfg.workers, "create-workers", 16, "parallel creates of the background objects")
+	cases := flag.String("cases", "first,more", "comma-separated changes to measure: first (a Service's only endpoint comes and goes: REJECT <-> DNAT), more (a second endpoint beside a ready one comes and goes)")
 	flag.Usage = func() {
 		fmt.Fprint(flag.CommandLine.Output(), usage)
 		flag.PrintDefaults()
@@ -144,6 +164,14 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.modes = append(cfg.modes, m)
+	}
+	for _, c := range strings.Split(*cases, ",") {
+		c = strings.TrimSpace(c)
+		if c != caseFirst && c != caseMore || slices.Contains(cfg.cases, c) {
+			fmt.Fprintf(os.Stderr, "bad --cases entry %q: first or more, each once\n", c)
+			os.Exit(2)
+		}
+		cfg.cases = append(cfg.cases, c)
 	}
 	if cfg.runs < 1 || cfg.endpoints < 1 || cfg.workers < 1 || cfg.interval <= 0 {
 		fmt.Fprintln(os.Stderr, "--runs, --endpoints, --create-workers and --interval must be positive")
@@ -199,20 +227,30 @@ func preflight(modes []string) error {
 
 // env is the running control plane and what the bench keeps of it.
 type env struct {
-	cfg       config
-	cp        *controlplane.ControlPlane
-	client    kubernetes.Interface
-	clusterIP netip.Addr
-	pod       *corev1.Pod
-	slices    *timeline[sliceEvent]
-	created   int // background Services so far
-	quiet     *slog.Logger
+	cfg     config
+	cp      *controlplane.ControlPlane
+	client  kubernetes.Interface
+	cases   []*target
+	slices  *timeline[sliceEvent]
+	created int // background Services so far
 }
 
-// sliceEvent is the target's EndpointSlice as the bench's watch saw it.
+// target is a Service whose endpoints change with one pod's readiness.
+type target struct {
+	name      string // the Service's and the changing pod's name
+	clusterIP netip.Addr
+	ip        netip.Addr  // the changing pod's address
+	pod       *corev1.Pod // the changing pod as last written
+	// peer is the address of a second pod of the Service that stays ready
+	// (the "more" case); invalid for the "first" case.
+	peer netip.Addr
+}
+
+// sliceEvent is a target's EndpointSlice as the bench's watch saw it.
 type sliceEvent struct {
-	at    time.Time
-	ready bool // the pod's endpoint is there and ready
+	at      time.Time
+	service string
+	ready   bool // the changing pod's endpoint is there and ready
 }
 
 func run(ctx context.Context, cfg config) error {
@@ -254,7 +292,7 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	e := &env{cfg: cfg, cp: cp, client: client, quiet: quiet, slices: newTimeline[sliceEvent]("EndpointSlice event")}
+	e := &env{cfg: cfg, cp: cp, client: client, slices: newTimeline[sliceEvent]("EndpointSlice event")}
 
 	// The EndpointSlice controller, wired as the controller manager does.
 	ccfg, err := cp.ComponentConfig("controller-manager", "system:kube-controller-manager")
@@ -273,17 +311,34 @@ func run(ctx context.Context, cfg config) error {
 	starter.Start(compCtx)
 	components.Go(func() { esc.Run(compCtx, 5) })
 
-	if err := e.createTarget(ctx); err != nil {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	if _, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create node: %w", err)
+	}
+	for _, c := range cfg.cases {
+		t := &target{name: "netprog-first", ip: firstIP}
+		if c == caseMore {
+			t = &target{name: "netprog-more", ip: moreIP, peer: peerIP}
+		}
+		if err := e.createTarget(ctx, t); err != nil {
+			return err
+		}
+		e.cases = append(e.cases, t)
+	}
+	if err := e.watchTargetSlices(compCtx, &components); err != nil {
 		return err
 	}
-	if err := e.watchTargetSlice(compCtx, &components); err != nil {
-		return err
+	for _, t := range e.cases {
+		if _, err := e.slices.wait(ctx, cfg.timeout, func(s sliceEvent) bool { return s.service == t.name && !s.ready }); err != nil {
+			return fmt.Errorf("the controller's slice of %s: %w", t.name, err)
+		}
+		fmt.Printf("netprog: %s at %s:80 -> pod %s:%d", t.name, t.clusterIP, t.ip, targetPort)
+		if t.peer.IsValid() {
+			fmt.Printf(" beside the ready pod %s:%d", t.peer, targetPort)
+		}
+		fmt.Println()
 	}
-	if _, err := e.slices.wait(ctx, cfg.timeout, func(s sliceEvent) bool { return !s.ready }); err != nil {
-		return fmt.Errorf("the controller's slice of the not-ready pod: %w", err)
-	}
-	fmt.Printf("netprog: control plane up in %v; target %s/%s at %s:80 -> pod %s:%d on node %s; %d runs per size and mode\n",
-		time.Since(t0).Round(time.Millisecond), namespace, targetName, e.clusterIP, podIP, targetPort, nodeName, cfg.runs)
+	fmt.Printf("netprog: control plane and targets up in %v; %d runs per size, mode and case\n", time.Since(t0).Round(time.Millisecond), cfg.runs)
 
 	for _, n := range cfg.sizes {
 		if n > e.created {
@@ -300,65 +355,78 @@ func run(ctx context.Context, cfg config) error {
 	return nil
 }
 
-// createTarget creates the node, the target Service (selector, ClusterIP
-// allocated) and its pod, bound and running but not Ready.
-func (e *env) createTarget(ctx context.Context) error {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
-	if _, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create node: %w", err)
-	}
-	labels := map[string]string{"app": targetName}
+// createTarget creates t's Service (selector, ClusterIP allocated), its
+// changing pod (bound, running, not ready) and its ready peer if it has one.
+func (e *env) createTarget(ctx context.Context, t *target) error {
+	labels := map[string]string{"app": t.name}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: targetName, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: namespace},
 		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{
 			Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(targetPort),
 		}}},
 	}
 	svc, err := e.client.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("create the target Service: %w", err)
+		return fmt.Errorf("create Service %s: %w", t.name, err)
 	}
-	if e.clusterIP, err = netip.ParseAddr(svc.Spec.ClusterIP); err != nil || !serviceCIDR.Contains(e.clusterIP) {
-		return fmt.Errorf("the target Service got ClusterIP %q, want one in %s", svc.Spec.ClusterIP, serviceCIDR)
+	if t.clusterIP, err = netip.ParseAddr(svc.Spec.ClusterIP); err != nil || !serviceCIDR.Contains(t.clusterIP) {
+		return fmt.Errorf("Service %s got ClusterIP %q, want one in %s", t.name, svc.Spec.ClusterIP, serviceCIDR)
 	}
+	if t.peer.IsValid() {
+		if _, err := e.createPod(ctx, t.name+"-peer", labels, t.peer, true); err != nil {
+			return err
+		}
+	}
+	t.pod, err = e.createPod(ctx, t.name, labels, t.ip, false)
+	return err
+}
+
+// createPod creates a pod bound to the node and writes its status as a
+// kubelet does once its container runs: running, with ip, ready or not.
+func (e *env) createPod(ctx context.Context, name string, labels map[string]string, ip netip.Addr, ready bool) (*corev1.Pod, error) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: targetName, Namespace: namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
 			Name: "app", Image: "netprog.invalid/app:1", Ports: []corev1.ContainerPort{{ContainerPort: targetPort}},
 		}}},
 	}
-	if pod, err = e.client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the target pod: %w", err)
+	pod, err := e.client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s: %w", name, err)
 	}
 	now := metav1.Now()
+	readiness := corev1.ConditionFalse
+	if ready {
+		readiness = corev1.ConditionTrue
+	}
 	qos := pod.Status.QOSClass // set at create, immutable
 	pod.Status = corev1.PodStatus{
 		QOSClass: qos, Phase: corev1.PodRunning, HostIP: "192.0.2.10", HostIPs: []corev1.HostIP{{IP: "192.0.2.10"}},
-		PodIP: podIP.String(), PodIPs: []corev1.PodIP{{IP: podIP.String()}}, StartTime: &now,
+		PodIP: ip.String(), PodIPs: []corev1.PodIP{{IP: ip.String()}}, StartTime: &now,
 		Conditions: []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
-			{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: readiness, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: readiness, LastTransitionTime: now},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "app", Image: "netprog.invalid/app:1", ImageID: "netprog.invalid/app@sha256:0", ContainerID: "kubette://netprog",
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, Started: ptrTo(true),
+			Name: "app", Image: "netprog.invalid/app:1", ImageID: "netprog.invalid/app@sha256:0", ContainerID: "kubette://" + name,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, Started: ptrTo(true), Ready: ready,
 		}},
 	}
-	if e.pod, err = e.client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("write the target pod's status: %w", err)
+	if pod, err = e.client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("write the status of pod %s: %w", name, err)
 	}
-	return nil
+	return pod, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }
 
-// setReady writes the pod's readiness as a kubelet does (Ready and
+// setReady writes the readiness of t's pod as a kubelet does (Ready and
 // ContainersReady conditions with their transition time, the container's
 // ready flag) and keeps the written pod.
-func (e *env) setReady(ctx context.Context, ready bool, at time.Time) error {
-	pod := e.pod.DeepCopy()
+func (e *env) setReady(ctx context.Context, t *target, ready bool, at time.Time) error {
+	pod := t.pod.DeepCopy()
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -372,18 +440,24 @@ func (e *env) setReady(ctx context.Context, ready bool, at time.Time) error {
 	pod.Status.ContainerStatuses[0].Ready = ready
 	written, err := e.client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	if err != nil {
-		return fmt.Errorf("write the pod's status (ready %v): %w", ready, err)
+		return fmt.Errorf("write the status of pod %s (ready %v): %w", t.name, ready, err)
 	}
-	e.pod = written
+	t.pod = written
 	return nil
 }
 
-// watchTargetSlice records every change of the target's EndpointSlices with
-// the time the bench's informer delivered it.
-func (e *env) watchTargetSlice(ctx context.Context, wg *sync.WaitGroup) error {
+// watchTargetSlices records every change of the targets' EndpointSlices
+// with the time the bench's informer delivered it.
+func (e *env) watchTargetSlices(ctx context.Context, wg *sync.WaitGroup) error {
+	var names []string
+	ips := map[string]string{}
+	for _, t := range e.cases {
+		names = append(names, t.name)
+		ips[t.name] = t.ip.String()
+	}
 	f := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = discoveryv1.LabelServiceName + "=" + targetName
+			lo.LabelSelector = discoveryv1.LabelServiceName + " in (" + strings.Join(names, ",") + ")"
 		}))
 	inf := f.Discovery().V1().EndpointSlices().Informer()
 	record := func(obj any) {
@@ -391,9 +465,9 @@ func (e *env) watchTargetSlice(ctx context.Context, wg *sync.WaitGroup) error {
 		if !ok {
 			return
 		}
-		ev := sliceEvent{at: time.Now()}
+		ev := sliceEvent{at: time.Now(), service: s.Labels[discoveryv1.LabelServiceName]}
 		for _, ep := range s.Endpoints {
-			if slices.Contains(ep.Addresses, podIP.String()) && ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+			if slices.Contains(ep.Addresses, ips[ev.service]) && ep.Conditions.Ready != nil && *ep.Conditions.Ready {
 				ev.ready = true
 			}
 		}
@@ -402,7 +476,7 @@ func (e *env) watchTargetSlice(ctx context.Context, wg *sync.WaitGroup) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: record, UpdateFunc: func(_, cur any) { record(cur) },
 	}); err != nil {
-		return fmt.Errorf("watch the target's slices: %w", err)
+		return fmt.Errorf("watch the targets' slices: %w", err)
 	}
 	f.Start(ctx.Done())
 	wg.Go(func() { <-ctx.Done(); f.Shutdown() })
@@ -494,13 +568,21 @@ func (e *env) createOne(ctx context.Context, i int) error {
 type sample struct {
 	written, sliceSeen, syncStart, syncEnd, traffic time.Duration
 	syncTook                                        time.Duration
-	probes, others                                  int
+	syncBytes                                       int64
+	others                                          int
 }
 
 // measure runs a proxy in mode in a fresh namespace over the current
-// background and measures cfg.runs pairs of changes.
+// background and measures cfg.runs pairs of changes per target.
 func (e *env) measure(ctx context.Context, n int, mode string) error {
-	ns, err := newNetns(podIP, serviceCIDR)
+	ips := []netip.Addr{}
+	for _, t := range e.cases {
+		ips = append(ips, t.ip)
+		if t.peer.IsValid() {
+			ips = append(ips, t.peer)
+		}
+	}
+	ns, err := newNetns(ips, serviceCIDR)
 	if err != nil {
 		return err
 	}
@@ -509,10 +591,17 @@ func (e *env) measure(ctx context.Context, n int, mode string) error {
 	var running sync.WaitGroup
 	defer running.Wait()
 	defer cancel()
-	if err := ns.listen(ctx, netip.AddrPortFrom(podIP, targetPort)); err != nil {
-		return err
+	for _, t := range e.cases {
+		if err := ns.listen(ctx, netip.AddrPortFrom(t.ip, targetPort), answerTarget); err != nil {
+			return err
+		}
+		if t.peer.IsValid() {
+			if err := ns.listen(ctx, netip.AddrPortFrom(t.peer, targetPort), answerPeer); err != nil {
+				return err
+			}
+		}
 	}
-	pr, err := ns.startProber(ctx, netip.AddrPortFrom(e.clusterIP, 80), e.cfg.interval)
+	pr, err := ns.startProber(ctx, e.cfg.interval)
 	if err != nil {
 		return err
 	}
@@ -547,24 +636,51 @@ func (e *env) measure(ctx context.Context, n int, mode string) error {
 	if err != nil {
 		return fmt.Errorf("the proxy's first full sync: %w", err)
 	}
-	fmt.Printf("%-8s %5d services (+1 target), load %.1f: first full sync %v after the start (the sync itself %v)\n",
-		mode, n, load0, first.end.Sub(started).Round(time.Millisecond), first.took.Round(time.Millisecond))
-	// The pod is not ready: its Service's rules refuse.
-	wait, err := pr.probe(ctx, false, e.cfg.timeout)
+	written := ""
+	if mode == proxy.ModeIPTables {
+		written = fmt.Sprintf(", %.1f MB of restore text", float64(first.bytes)/1e6)
+	}
+	fmt.Printf("%-8s %5d services (+%d targets), load %.1f: first full sync %v after the start (the sync itself %v%s)\n",
+		mode, n, len(e.cases), load0, first.end.Sub(started).Round(time.Millisecond), first.took.Round(time.Millisecond), written)
+
+	for _, t := range e.cases {
+		if err := e.measureTarget(ctx, pr, syncs, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureTarget measures cfg.runs pairs of readiness changes of t's pod.
+func (e *env) measureTarget(ctx context.Context, pr *prober, syncs *timeline[syncRecord], p *proxy.Proxy, t *target) error {
+	addr := netip.AddrPortFrom(t.clusterIP, 80)
+	liveWant, goneWant := wantConnect, wantRefused
+	liveWhat, goneWhat := "first endpoint ready -> connects", "no endpoint ready -> refused"
+	if t.peer.IsValid() {
+		liveWant, goneWant = wantTarget, wantNotTarget
+		liveWhat, goneWhat = "2nd endpoint ready -> reached", "2nd endpoint not ready -> left"
+	}
+	// The pod is not ready: no traffic reaches it.
+	wait, err := pr.probe(ctx, addr, goneWant, e.cfg.timeout)
 	if err != nil {
 		return err
 	}
 	if _, err := wait(); err != nil {
-		return fmt.Errorf("before the first change: %w", err)
+		return fmt.Errorf("%s before the first change: %w", t.name, err)
 	}
-	time.Sleep(e.cfg.settle)
-
+	if err := sleep(ctx, e.cfg.settle); err != nil {
+		return err
+	}
 	st0 := p.Stats()
 	cpu0 := cpuNow()
 	var live, gone []sample
 	for range e.cfg.runs {
 		for _, ready := range []bool{true, false} {
-			s, err := e.change(ctx, pr, syncs, ready)
+			w := goneWant
+			if ready {
+				w = liveWant
+			}
+			s, err := e.change(ctx, pr, syncs, t, ready, w)
 			if err != nil {
 				return err
 			}
@@ -573,60 +689,67 @@ func (e *env) measure(ctx context.Context, n int, mode string) error {
 			} else {
 				gone = append(gone, s)
 			}
-			select {
-			case <-time.After(e.cfg.settle):
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := sleep(ctx, e.cfg.settle); err != nil {
+				return err
 			}
 		}
 	}
 	cpu := cpuNow().sub(cpu0)
 	st := p.Stats()
-	load1, _ := benchutil.LoadAverage()
-	report("ready -> live", live)
-	report("not ready -> refused", gone)
+	load, _ := benchutil.LoadAverage()
+	report(liveWhat, live)
+	report(goneWhat, gone)
 	changes := time.Duration(2 * e.cfg.runs)
-	fmt.Printf("  CPU per change: %v in this process (API server, etcd, controller, proxy, prober), %v in the iptables/nft tools; proxy: %d syncs, %d applied, %d failed; load %.1f\n",
+	fmt.Printf("    CPU per change: %v in this process (API server, etcd, controller, proxy, prober), %v in the iptables/nft tools; proxy: %d syncs, %d applied, %d failed; load %.1f\n",
 		(cpu.self / changes).Round(100*time.Microsecond), (cpu.children / changes).Round(100*time.Microsecond),
-		st.Syncs-st0.Syncs, st.Restores-st0.Restores, st.Failures-st0.Failures, load1)
+		st.Syncs-st0.Syncs, st.Restores-st0.Restores, st.Failures-st0.Failures, load)
 	if st.Failures != st0.Failures {
 		return fmt.Errorf("the proxy failed %d syncs during the runs (last: %v)", st.Failures-st0.Failures, st.LastError)
 	}
 	return nil
 }
 
-// change writes the pod's readiness and waits until the prober sees the
-// rules follow; it returns when each step was seen.
-func (e *env) change(ctx context.Context, pr *prober, syncs *timeline[syncRecord], ready bool) (sample, error) {
-	wait, err := pr.probe(ctx, ready, e.cfg.timeout)
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// change writes the readiness of t's pod and waits until the prober sees
+// the rules follow (w); it returns when each step was seen.
+func (e *env) change(ctx context.Context, pr *prober, syncs *timeline[syncRecord], t *target, ready bool, w want) (sample, error) {
+	wait, err := pr.probe(ctx, netip.AddrPortFrom(t.clusterIP, 80), w, e.cfg.timeout)
 	if err != nil {
 		return sample{}, err
 	}
 	t0 := time.Now()
-	if err := e.setReady(ctx, ready, t0); err != nil {
+	if err := e.setReady(ctx, t, ready, t0); err != nil {
 		return sample{}, err
 	}
 	written := time.Since(t0)
 	res, err := wait()
 	if err != nil {
-		return sample{}, fmt.Errorf("ready %v: %w", ready, err)
+		return sample{}, fmt.Errorf("%s ready %v: %w", t.name, ready, err)
 	}
 	if res.at.Before(t0) {
-		return sample{}, fmt.Errorf("ready %v: the traffic changed before the status write", ready)
+		return sample{}, fmt.Errorf("%s ready %v: the traffic changed before the status write", t.name, ready)
 	}
-	sl, err := e.slices.wait(ctx, e.cfg.timeout, func(s sliceEvent) bool { return s.at.After(t0) && s.ready == ready })
+	sl, err := e.slices.wait(ctx, e.cfg.timeout, func(s sliceEvent) bool { return s.at.After(t0) && s.service == t.name && s.ready == ready })
 	if err != nil {
-		return sample{}, fmt.Errorf("ready %v: the EndpointSlice: %w", ready, err)
+		return sample{}, fmt.Errorf("%s ready %v: the EndpointSlice: %w", t.name, ready, err)
 	}
 	// The first sync that started after the write: nothing else changes
 	// Services or slices meanwhile.
 	sy, err := syncs.wait(ctx, e.cfg.timeout, func(s syncRecord) bool { return s.start().After(t0) })
 	if err != nil {
-		return sample{}, fmt.Errorf("ready %v: the proxy's sync: %w", ready, err)
+		return sample{}, fmt.Errorf("%s ready %v: the proxy's sync: %w", t.name, ready, err)
 	}
 	return sample{
 		written: written, sliceSeen: sl.at.Sub(t0), syncStart: sy.start().Sub(t0), syncEnd: sy.end.Sub(t0),
-		traffic: res.at.Sub(t0), syncTook: sy.took, probes: res.probes, others: res.others,
+		traffic: res.at.Sub(t0), syncTook: sy.took, syncBytes: sy.bytes, others: res.others,
 	}, nil
 }
 
@@ -642,17 +765,19 @@ func report(what string, samples []sample) {
 	med := func(f func(sample) time.Duration) time.Duration { return r(benchutil.Percentile(pick(f), 50)) }
 	total := pick(func(s sample) time.Duration { return s.traffic })
 	others := 0
+	var bytes []float64
 	for _, s := range samples {
 		others += s.others
+		bytes = append(bytes, float64(s.syncBytes))
 	}
-	fmt.Printf("  %-21s median %v  p90 %v  max %v  (%d changes)\n", what+":",
+	fmt.Printf("  %-34s median %v  p90 %v  max %v  (%d changes)\n", what+":",
 		r(benchutil.Percentile(total, 50)), r(benchutil.Percentile(total, 90)), r(total[len(total)-1]), len(samples))
-	fmt.Printf("    medians from the status write: response %v, slice watched %v, proxy sync start %v, sync logged done %v (the sync itself %v), traffic %v",
+	fmt.Printf("    medians from the status write: response %v, slice watched %v, proxy sync start %v, sync logged done %v (the sync itself %v, %.1f kB written), traffic %v",
 		med(func(s sample) time.Duration { return s.written }), med(func(s sample) time.Duration { return s.sliceSeen }),
 		med(func(s sample) time.Duration { return s.syncStart }), med(func(s sample) time.Duration { return s.syncEnd }),
-		med(func(s sample) time.Duration { return s.syncTook }), med(func(s sample) time.Duration { return s.traffic }))
+		med(func(s sample) time.Duration { return s.syncTook }), benchutil.Median(bytes)/1e3, med(func(s sample) time.Duration { return s.traffic }))
 	if others > 0 {
-		fmt.Printf("; %d probes neither connected nor refused", others)
+		fmt.Printf("; %d probes failed otherwise", others)
 	}
 	fmt.Println()
 }

@@ -20,9 +20,10 @@ const (
 
 // syncRecord is one sync of the proxy that wrote rules.
 type syncRecord struct {
-	end  time.Time // when the proxy logged it, right after the apply
-	took time.Duration
-	full bool
+	end   time.Time // when the proxy logged it, right after the apply
+	took  time.Duration
+	full  bool
+	bytes int64 // what the sync wrote (restore or nft text, netlink)
 }
 
 func (s syncRecord) start() time.Time { return s.end.Add(-s.took) }
@@ -45,6 +46,8 @@ func (h syncLog) Handle(ctx context.Context, r slog.Record) error {
 				s.full = a.Value.Bool()
 			case a.Key == "took" && a.Value.Kind() == slog.KindDuration:
 				s.took = a.Value.Duration()
+			case a.Key == "bytes" && a.Value.Kind() == slog.KindInt64:
+				s.bytes = a.Value.Int64()
 			}
 			return true
 		})

@@ -40,6 +40,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/ingress"
@@ -55,18 +56,25 @@ func main() {
 	dur := flag.Duration("duration", 5*time.Second, "load generator duration")
 	workers := flag.String("worker-processes", "auto", "nginx worker_processes")
 	modes := flag.String("endpoint-updates", "lua,reload", "endpoint update modes to measure in turn: lua (the Lua balancer; fails without the module), reload (forces reloads and plain upstreams)")
+	ctlLog := flag.Bool("controller-log", false, "print the ingress controller's debug log on stderr (what each sync did, and when)")
 	flag.Parse()
+	if !*ctlLog {
+		// client-go's event broadcaster logs every Event it drops: the first sync
+		// of 1000 Ingresses records more than its queue of 1000 holds.
+		klog.SetOutput(io.Discard)
+		klog.LogToStderr(false)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, mode := range strings.Split(*modes, ",") {
-		if err := run(ctx, strings.TrimSpace(mode), *sizes, *runs, *conc, *dur, *workers); err != nil {
+		if err := run(ctx, strings.TrimSpace(mode), *sizes, *runs, *conc, *dur, *workers, *ctlLog); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
 	}
 }
 
-func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Duration, workers string) error {
+func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Duration, workers string, ctlLog bool) error {
 	if mode != ingress.EndpointsLua && mode != ingress.EndpointsReload {
 		return fmt.Errorf("bad --endpoint-updates entry %q: want lua or reload", mode)
 	}
@@ -110,9 +118,13 @@ func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Durat
 	}
 	defer stop2()
 	httpPort, httpsPort := freePort(), freePort()
+	ctlLogger := quiet
+	if ctlLog {
+		ctlLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("mode", mode)
+	}
 	c, err := ingress.New(ingress.Options{
 		Client: client, DataDir: filepath.Join(dir, "data"), HTTPPort: httpPort, HTTPSPort: httpsPort,
-		ListenAddress: "127.0.0.1", PublishIP: hostIP, WorkerProcesses: workers, EndpointUpdates: mode, Logger: quiet,
+		ListenAddress: "127.0.0.1", PublishIP: hostIP, WorkerProcesses: workers, EndpointUpdates: mode, Logger: ctlLogger,
 	})
 	if err != nil {
 		return err
@@ -168,11 +180,22 @@ func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Durat
 				return err
 			}
 			add = append(add, time.Since(t0))
+			// Each step starts when the controller has finished the previous
+			// one, so that two changes are never coalesced into one sync: nginx
+			// answers from a new configuration before the controller has
+			// confirmed its reload, and during a reload a new connection may
+			// still reach an old worker (the deleted host's 404 could come from
+			// the configuration before the create).
+			if err := waitSettled(ctx, c, 0); err != nil {
+				return err
+			}
+			reloads := c.Stats().Reloads
 			if err := client.NetworkingV1().Ingresses(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				return err
 			}
-			// The deletion is served before the next change starts, so the
-			// two are not coalesced into one sync.
+			if err := waitSettled(ctx, c, reloads+1); err != nil {
+				return err
+			}
 			if err := h.wait(ctx, name+".bench.example", func(code int, _ string) bool { return code == http.StatusNotFound }); err != nil {
 				return err
 			}
@@ -190,6 +213,9 @@ func run(ctx context.Context, mode, sizes string, runs, conc int, dur time.Durat
 			}
 			ep = append(ep, time.Since(t0))
 			cur = body
+			if err := waitSettled(ctx, c, 0); err != nil {
+				return err
+			}
 		}
 		st := c.Stats()
 		fmt.Printf("[%s] %5d ingresses: new Ingress -> served        %s\n", mode, n, summary(add))
@@ -289,6 +315,25 @@ func freePort() int {
 type prober struct {
 	port   int
 	client *http.Client
+}
+
+// waitSettled waits until the controller has counted at least reloads
+// reloads and has no sync running or waiting.
+func waitSettled(ctx context.Context, c *ingress.Controller, reloads int64) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if st := c.Stats(); st.Idle && st.Reloads >= reloads {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the controller did not settle within a minute (reloads %d, want %d)", c.Stats().Reloads, reloads)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // waitBody polls nginx every 2 ms until host answers 200 with body.

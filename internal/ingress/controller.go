@@ -405,6 +405,7 @@ func (c *Controller) loop(ctx context.Context, l listers, startNginx func()) {
 		last = time.Now()
 		err := c.sync(ctx, l)
 		c.syncs.Add(1)
+		c.log.Debug("synced", "took", time.Since(last), "err", err)
 		c.mu.Lock()
 		c.lastError = err
 		c.mu.Unlock()
@@ -631,6 +632,7 @@ func (c *Controller) apply(ctx context.Context, m Model) (culprit string, err er
 		return "", fmt.Errorf("write nginx config: %w", err)
 	}
 	c.checks.Add(1)
+	checkStart := time.Now()
 	if err := c.proc.Check(ctx, candidate); err != nil {
 		var ce *nginx.CheckError
 		if !errors.As(err, &ce) {
@@ -653,9 +655,11 @@ func (c *Controller) apply(ctx context.Context, m Model) (culprit string, err er
 	if err := os.Rename(candidate, c.proc.Conf); err != nil {
 		return "", fmt.Errorf("install nginx config: %w", err)
 	}
+	c.log.Debug("nginx accepted the new configuration", "took", time.Since(checkStart))
 	if c.beforeReload != nil {
 		c.beforeReload()
 	}
+	reloadStart := time.Now()
 	if err := c.proc.ReloadConfirmed(ctx, nginx.ConfigID(conf), c.o.ReloadTimeout); err != nil {
 		var re *nginx.ReloadError
 		if !errors.As(err, &re) {
@@ -668,6 +672,7 @@ func (c *Controller) apply(ctx context.Context, m Model) (culprit string, err er
 		}
 		return "", &reloadFailure{err: err, affected: affected}
 	}
+	c.log.Debug("nginx serves the new configuration", "took", time.Since(reloadStart))
 	c.applied = conf
 	c.reloads.Add(1)
 	c.removeStaleCerts(m.Certs)

@@ -132,6 +132,9 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serv
 	} else {
 		log.Warn("no node address for the cluster DNS server: pods get the host's resolvers")
 	}
+	// The kubelet reaches the runtime in this process directly (runtime.Local), not through
+	// the socket, which other clients (kubette image, crictl) still use.
+	rtCfg.Local = runtime.NewLocal()
 	run("runtime", func(ctx context.Context) error { return runtime.Run(ctx, rtCfg) })
 	run("kubelet", func(ctx context.Context) error {
 		return agent.Run(ctx, agent.Config{
@@ -139,6 +142,7 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serv
 			RestConfig:  restCfg,
 			DataDir:     dataDir,
 			CRIEndpoint: "unix://" + runtime.SocketPath(dataDir),
+			CRIConn:     rtCfg.Local.Conn,
 			PodCIDR:     cfg.PodCIDR,
 			Port:        cfg.KubeletPort,
 			ServingCert: serving,

@@ -57,6 +57,9 @@ type Config struct {
 	// host name). Nil: the runtime needs no API server.
 	Client   kubernetes.Interface
 	NodeName string
+	// Local, when set, is given an in-process connection to the CRI server once it is open
+	// (for `kubette up`'s kubelet); the socket is served either way.
+	Local *Local
 }
 
 // SocketPath is the CRI endpoint of a data directory.
@@ -111,9 +114,17 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		streamErr <- err
 	}()
-	cfg.Logger.Info("CRI runtime serving", "socket", SocketPath(cfg.DataDir), "streaming", p.stream.Addr().String())
+	var local *cri.LocalConn
+	if cfg.Local != nil {
+		local = p.srv.LocalConn()
+		cfg.Local.set(local)
+	}
+	cfg.Logger.Info("CRI runtime serving", "socket", SocketPath(cfg.DataDir), "streaming", p.stream.Addr().String(), "in-process", local != nil)
 	err = cri.Serve(ctx, SocketPath(cfg.DataDir), p.srv)
 	cancel()
+	if local != nil {
+		err = errors.Join(err, local.Close(localGrace))
+	}
 	return errors.Join(err, <-streamErr, p.rt.Close())
 }
 

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +50,9 @@ type Config struct {
 	DataDir string
 	// CRIEndpoint is the runtime's socket, "unix:///path" (default: DATA_DIR/cri.sock).
 	CRIEndpoint string
+	// CRIConn, when set, is used instead of CRIEndpoint: it returns a connection to the
+	// runtime in this process once it is up (`kubette up`: runtime.Local.Conn).
+	CRIConn func(ctx context.Context) (grpc.ClientConnInterface, error)
 	// PodCIDR is set on the Node when it has none; the runtime gets the Node's.
 	PodCIDR string
 	// Address and Port are where the kubelet's HTTPS server listens (default ":10250").
@@ -100,7 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("node agent: API client: %w", err)
 	}
-	rt, err := dialRuntime(ctx, cfg.CRIEndpoint, cfg.Logger)
+	rt, err := connectRuntime(ctx, cfg, cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
@@ -198,8 +202,31 @@ func collect(ch <-chan error) []error {
 	return out
 }
 
-// dialRuntime connects to the CRI runtime, waiting for it to come up (it may start beside the
-// kubelet); it returns nil, nil when ctx ends first.
+// connectRuntime connects to the CRI runtime, waiting for it to come up (it may start beside
+// the kubelet): through cfg.CRIConn when set, else cfg.CRIEndpoint's socket. It returns nil,
+// nil when ctx ends first.
+func connectRuntime(ctx context.Context, cfg Config, log *slog.Logger) (*cri.Client, error) {
+	if cfg.CRIConn == nil {
+		return dialRuntime(ctx, cfg.CRIEndpoint, log)
+	}
+	conn, err := cfg.CRIConn(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("connect to the container runtime: %w", err)
+	}
+	rt, err := cri.New(ctx, conn)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("connect to the container runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// dialRuntime dials the runtime's socket until it answers (nil, nil when ctx ends first).
 func dialRuntime(ctx context.Context, endpoint string, log *slog.Logger) (*cri.Client, error) {
 	start := time.Now()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {

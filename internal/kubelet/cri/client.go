@@ -1,5 +1,6 @@
 // Package cri is the kubelet's client of a CRI runtime: the runtime and image services over
-// gRPC on a unix socket, with a deadline on every call.
+// gRPC on a unix socket (or an in-process connection to kubette's own runtime), with a
+// deadline on every call.
 package cri
 
 import (
@@ -26,7 +27,7 @@ const (
 // Client talks to a CRI runtime. Its methods have the shapes of k8s.io/cri-api/pkg/apis
 // RuntimeService and ImageManagerService. It is safe for concurrent use.
 type Client struct {
-	conn    *grpc.ClientConn
+	close   func() error
 	runtime runtimeapi.RuntimeServiceClient
 	images  runtimeapi.ImageServiceClient
 }
@@ -45,7 +46,7 @@ func Dial(ctx context.Context, endpoint string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial CRI %q: %w", endpoint, err)
 	}
-	c := &Client{conn: conn, runtime: runtimeapi.NewRuntimeServiceClient(conn), images: runtimeapi.NewImageServiceClient(conn)}
+	c := newClient(conn, conn.Close)
 	if _, err := c.Version(ctx, "v1"); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dial CRI %q: %w", endpoint, err)
@@ -53,8 +54,23 @@ func Dial(ctx context.Context, endpoint string) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// New makes a client of an established connection — for `kubette up`'s kubelet, the
+// runtime's in-process one — and checks that the runtime answers Version. Close leaves the
+// connection to its owner.
+func New(ctx context.Context, conn grpc.ClientConnInterface) (*Client, error) {
+	c := newClient(conn, func() error { return nil })
+	if _, err := c.Version(ctx, "v1"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func newClient(conn grpc.ClientConnInterface, close func() error) *Client {
+	return &Client{close: close, runtime: runtimeapi.NewRuntimeServiceClient(conn), images: runtimeapi.NewImageServiceClient(conn)}
+}
+
+// Close closes the connection Dial made.
+func (c *Client) Close() error { return c.close() }
 
 func call(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)

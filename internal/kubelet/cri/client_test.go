@@ -101,3 +101,37 @@ func TestDialRejectsTCP(t *testing.T) {
 		t.Fatal("Dial(tcp) succeeded")
 	}
 }
+
+// versionConn is a connection that answers Version and fails every other call.
+type versionConn struct{ calls []string }
+
+func (c *versionConn) Invoke(_ context.Context, method string, _, reply any, _ ...grpc.CallOption) error {
+	c.calls = append(c.calls, method)
+	if v, ok := reply.(*runtimeapi.VersionResponse); ok {
+		v.RuntimeName = "in-process"
+		return nil
+	}
+	return status.Error(codes.NotFound, "nothing here")
+}
+
+func (c *versionConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.Unimplemented, "no streams")
+}
+
+func TestNewOverAConnection(t *testing.T) {
+	conn := &versionConn{}
+	c, err := New(context.Background(), conn)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if len(conn.calls) != 1 || conn.calls[0] != runtimeapi.RuntimeService_Version_FullMethodName {
+		t.Errorf("New called %q, want Version only", conn.calls)
+	}
+	_, err = c.ContainerStatus(context.Background(), "x", false)
+	if status.Code(errors.Unwrap(err)) != codes.NotFound {
+		t.Errorf("ContainerStatus over the connection: %v, want its NotFound", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}

@@ -1,0 +1,43 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/kubette/kubette/internal/runtime/cri"
+)
+
+// localGrace is how long Run waits, when it stops, for in-process calls still running (as the
+// socket's graceful stop does for its calls).
+const localGrace = 5 * time.Second
+
+// Local hands a kubelet in the same process (`kubette up`) an in-process connection to the
+// CRI server of one Run (Config.Local), so that its calls skip gRPC's marshalling and the
+// socket: cri.LocalConn. The socket is served all the same, for every other client.
+type Local struct {
+	ready chan struct{}
+	conn  *cri.LocalConn
+}
+
+// NewLocal returns a Local for one Run.
+func NewLocal() *Local { return &Local{ready: make(chan struct{})} }
+
+// set publishes the server's connection; only Run calls it, once.
+func (l *Local) set(c *cri.LocalConn) {
+	l.conn = c
+	close(l.ready)
+}
+
+// Conn waits until Run has opened the CRI server and returns the in-process connection to it
+// (which fails every call with Unavailable once Run has stopped); it returns ctx's error if ctx
+// ends first.
+func (l *Local) Conn(ctx context.Context) (grpc.ClientConnInterface, error) {
+	select {
+	case <-l.ready:
+		return l.conn, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -123,7 +123,11 @@ func Run(ctx context.Context, cfg Config) error {
 	err = cri.Serve(ctx, SocketPath(cfg.DataDir), p.srv)
 	cancel()
 	if local != nil {
-		err = errors.Join(err, local.Close(localGrace))
+		// As the socket's graceful stop, which cuts off calls still running after a few
+		// seconds: a warning, not a failure of the runtime.
+		if cerr := local.Close(localGrace); cerr != nil {
+			cfg.Logger.Warn("stopping the in-process CRI connection", "err", cerr)
+		}
 	}
 	return errors.Join(err, <-streamErr, p.rt.Close())
 }

@@ -120,14 +120,23 @@ func (p *Poster) Post(ctx context.Context, path string, obj runtime.Object, into
 		if err != nil {
 			return fmt.Errorf("post %s: %w", url, err)
 		}
+		code := resp.StatusCode
+		if into == nil && code >= http.StatusOK && code <= http.StatusPartialContent {
+			// Nothing to decode (a binding's Success): drain the body without keeping it.
+			_, err := io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if err != nil {
+				return fmt.Errorf("post %s: read response: %w", url, err)
+			}
+			return nil
+		}
 		data, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		if err != nil {
 			return fmt.Errorf("post %s: read response: %w", url, err)
 		}
-		code := resp.StatusCode
 		if code >= http.StatusOK && code <= http.StatusPartialContent {
-			if into == nil || len(data) == 0 {
+			if len(data) == 0 {
 				return nil
 			}
 			if _, _, err := p.decoder.Decode(data, nil, into); err != nil {

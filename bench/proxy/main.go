@@ -30,6 +30,7 @@ func main() {
 	runs := flag.Int("runs", 3, "one-endpoint changes measured per size (median and max printed)")
 	apply := flag.String("apply", "auto", "apply into a throwaway network namespace: auto (when root with iptables-restore), yes, no")
 	mode := flag.String("mode", "iptables", "the proxy mode to measure: iptables or nftables (one nft -f transaction per sync)")
+	flag.BoolVar(&hooks, "hooks", true, "iptables mode: after the full sync, install the jumps from the built-in chains (PREROUTING, OUTPUT, ...) as the proxy does; every later commit then validates the chains they reach (false: as the figures measured before this flag, which lacked them)")
 	flag.IntVar(&batchChains, "batch-chains", -1, "per-service chains per iptables-restore (0: one restore; -1: the proxy's choice, proxy.ChainsPerRestore)")
 	flag.Parse()
 	if *mode != "iptables" && *mode != "nftables" {
@@ -63,7 +64,10 @@ func main() {
 	}
 }
 
-var batchChains int
+var (
+	batchChains int
+	hooks       bool
+)
 
 var opts = iptables.Options{
 	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12"),
@@ -149,6 +153,17 @@ func measure(n, e, runs int, apply bool) error {
 		user, sys := childCPU().sub(cpu0)
 		line += fmt.Sprintf(" + iptables-save %v + iptables-restore %v (%d restores; CPU %v user + %v sys) = %v", save.Round(time.Millisecond), restore.Round(time.Millisecond),
 			len(batches), user.Round(time.Millisecond), sys.Round(time.Millisecond), (render + textTime + save + restore).Round(time.Millisecond))
+		if hooks {
+			// As the proxy's full sync ends: the jumps from the built-in
+			// chains. Without them no KUBE- chain is reachable from a base
+			// chain and the kernel's commit skips validating them.
+			for _, h := range iptables.Hooks() {
+				if _, err := ns.runner.Iptables(ctx, append([]string{"-t", h.Table, "-A", h.Chain}, h.Args...)...); err != nil {
+					return fmt.Errorf("install the %s %s hook: %w", h.Table, h.Chain, err)
+				}
+			}
+			line += "; hooks installed"
+		}
 	} else {
 		line += fmt.Sprintf(" = %v (render only)", (render + textTime).Round(time.Millisecond))
 	}

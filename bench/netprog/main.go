@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,7 @@ type config struct {
 	timeout       time.Duration
 	workers       int
 	cases         []string
+	profile       string // CPU profile prefix, or ""
 }
 
 // The targets measured (--cases).
@@ -146,6 +148,7 @@ func main() {
 	flag.DurationVar(&cfg.minSyncPeriod, "min-sync-period", 0, "the proxy's MinSyncPeriod (0: its default, proxy.DefaultMinSyncPeriod)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "how long one change may take before the bench gives up")
 	flag.IntVar(&cfg.workers, "create-workers", 16, "parallel creates of the background objects")
+	flag.StringVar(&cfg.profile, "cpu-profile", "", "write this process's CPU profile over each size, mode and case's changes to PREFIX-MODE-SIZE-CASE.pprof")
 	cases := flag.String("cases", "first,more", "comma-separated changes to measure: first (a Service's only endpoint comes and goes: REJECT <-> DNAT), more (a second endpoint beside a ready one comes and goes)")
 	flag.Usage = func() {
 		fmt.Fprint(flag.CommandLine.Output(), usage)
@@ -644,7 +647,11 @@ func (e *env) measure(ctx context.Context, n int, mode string) error {
 		mode, n, len(e.cases), load0, first.end.Sub(started).Round(time.Millisecond), first.took.Round(time.Millisecond), written)
 
 	for _, t := range e.cases {
-		if err := e.measureTarget(ctx, pr, syncs, p, t); err != nil {
+		profile := ""
+		if e.cfg.profile != "" {
+			profile = fmt.Sprintf("%s-%s-%d-%s.pprof", e.cfg.profile, mode, n, strings.TrimPrefix(t.name, "netprog-"))
+		}
+		if err := e.measureTarget(ctx, pr, syncs, p, t, profile); err != nil {
 			return err
 		}
 	}
@@ -652,7 +659,9 @@ func (e *env) measure(ctx context.Context, n int, mode string) error {
 }
 
 // measureTarget measures cfg.runs pairs of readiness changes of t's pod.
-func (e *env) measureTarget(ctx context.Context, pr *prober, syncs *timeline[syncRecord], p *proxy.Proxy, t *target) error {
+// With profile set, this process's CPU profile over the changes is written
+// there.
+func (e *env) measureTarget(ctx context.Context, pr *prober, syncs *timeline[syncRecord], p *proxy.Proxy, t *target, profile string) error {
 	addr := netip.AddrPortFrom(t.clusterIP, 80)
 	liveWant, goneWant := wantConnect, wantRefused
 	liveWhat, goneWhat := "first endpoint ready -> connects", "no endpoint ready -> refused"
@@ -670,6 +679,17 @@ func (e *env) measureTarget(ctx context.Context, pr *prober, syncs *timeline[syn
 	}
 	if err := sleep(ctx, e.cfg.settle); err != nil {
 		return err
+	}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	st0 := p.Stats()
 	cpu0 := cpuNow()

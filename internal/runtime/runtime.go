@@ -70,6 +70,9 @@ func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock
 // the sandboxes, the containers, the network namespaces and the CNI state unless they are
 // already (volatile.go).
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.Local != nil {
+		defer cfg.Local.stopped()
+	}
 	var rec *steps.Recorder
 	if cfg.Client != nil {
 		if cfg.NodeName == "" {

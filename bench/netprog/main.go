@@ -573,6 +573,8 @@ type sample struct {
 	syncTook                                        time.Duration
 	syncBytes                                       int64
 	others                                          int
+	proberCPU                                       time.Duration
+	probes                                          int
 }
 
 // measure runs a proxy in mode in a fresh namespace over the current
@@ -720,8 +722,15 @@ func (e *env) measureTarget(ctx context.Context, pr *prober, syncs *timeline[syn
 	report(liveWhat, live)
 	report(goneWhat, gone)
 	changes := time.Duration(2 * e.cfg.runs)
-	fmt.Printf("    CPU per change: %v in this process (API server, etcd, controller, proxy, prober), %v in the iptables/nft tools; proxy: %d syncs, %d applied, %d failed; load %.1f\n",
-		(cpu.self / changes).Round(100*time.Microsecond), (cpu.children / changes).Round(100*time.Microsecond),
+	var prober time.Duration
+	probes := 0
+	for _, s := range slices.Concat(live, gone) {
+		prober += s.proberCPU
+		probes += s.probes
+	}
+	fmt.Printf("    CPU per change: %v in this process (API server, etcd, controller, proxy, listeners; the prober's thread apart: %v, %v per connect), %v in the iptables/nft tools; proxy: %d syncs, %d applied, %d failed; load %.1f\n",
+		((cpu.self - prober) / changes).Round(100*time.Microsecond), (prober / changes).Round(100*time.Microsecond),
+		(prober / time.Duration(max(probes, 1))).Round(time.Microsecond), (cpu.children / changes).Round(100*time.Microsecond),
 		st.Syncs-st0.Syncs, st.Restores-st0.Restores, st.Failures-st0.Failures, load)
 	if st.Failures != st0.Failures {
 		return fmt.Errorf("the proxy failed %d syncs during the runs (last: %v)", st.Failures-st0.Failures, st.LastError)
@@ -769,7 +778,7 @@ func (e *env) change(ctx context.Context, pr *prober, syncs *timeline[syncRecord
 	}
 	return sample{
 		written: written, sliceSeen: sl.at.Sub(t0), syncStart: sy.start().Sub(t0), syncEnd: sy.end.Sub(t0),
-		traffic: res.at.Sub(t0), syncTook: sy.took, syncBytes: sy.bytes, others: res.others,
+		traffic: res.at.Sub(t0), syncTook: sy.took, syncBytes: sy.bytes, others: res.others, proberCPU: res.cpu, probes: res.probes,
 	}, nil
 }
 

@@ -154,6 +154,9 @@ type probeResult struct {
 	// for the target to go, were refused.
 	probes, others int
 	lastOther      error
+	// cpu is the probing thread's CPU time (user + system: the connects'
+	// way through the rules is kernel time of this thread).
+	cpu time.Duration
 }
 
 // probeReq asks the prober to connect to target until w holds.
@@ -204,7 +207,9 @@ func (p *prober) loop(ctx context.Context) {
 			return
 		case req = <-p.reqs:
 		}
+		cpu0 := threadCPU()
 		res, err := p.until(ctx, req)
+		res.cpu = threadCPU() - cpu0
 		req.done <- probeResultOrErr{res, err}
 	}
 }
@@ -262,6 +267,15 @@ func (p *prober) until(ctx context.Context, req probeReq) (probeResult, error) {
 		}
 		time.Sleep(p.interval)
 	}
+}
+
+// threadCPU is the calling thread's CPU time (user + system).
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // probe starts a probe loop and returns a function that waits for its end.

@@ -52,7 +52,7 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, o Options) err
 	// The factory is the scheduler's own: its node informer can drop managedFields too.
 	// In `kubette up`'s process the pod and node watches are served as objects, each
 	// copied for this informer (package objwatch), instead of encoded and decoded.
-	ow, _ := objwatch.ForConfig(cfg)
+	ow, _ := objwatch.ForConfig(pc) // pc: the user agent client-go's watch would send
 	factory.InformerFor(&corev1.Node{}, nodeInformerWith(ow))
 	factory.InformerFor(&corev1.Pod{}, podInformerWith(ow))
 	sink := newEventSink(ctx, client.EventsV1())

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubette/kubette/internal/apiserver/filters"
 	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/inprocess"
 	"github.com/kubette/kubette/internal/inprocess/objwatch"
 	"github.com/kubette/kubette/internal/testenv/poll"
 )
@@ -365,5 +368,39 @@ func TestInformerOverObjectWatch(t *testing.T) {
 	}))
 	if _, ok := objwatch.ForConfig(&rest.Config{Host: "https://127.0.0.1:1"}); ok {
 		t.Fatal("ForConfig accepted a configuration without an in-process transport")
+	}
+}
+
+// TestObjectWatchRequest: the watch request carries the configuration's user agent
+// (the trace names watchers by it) and client-go's query; a handler that answers
+// without an object watch (an old server, a 200 with a body) is an error, not a
+// watch that never delivers.
+func TestObjectWatchRequest(t *testing.T) {
+	var ua, query string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ua, query = r.UserAgent(), r.URL.RawQuery
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	})
+	cfg := &rest.Config{Host: "https://in-process.invalid", UserAgent: "objwatch-test/1",
+		Transport: &inprocess.Transport{Handler: h, User: &filters.User{Name: "u"}}}
+	ow, ok := objwatch.ForConfig(cfg)
+	if !ok {
+		t.Fatal("ForConfig refused an in-process configuration")
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := objectWatch(context.Background(), cs, ow, "ns", metav1.ListOptions{ResourceVersion: "5", FieldSelector: "spec.nodeName="}, nil)
+	if err == nil {
+		w.Stop()
+		t.Fatal("a 200 answer without an object watch started a watch")
+	}
+	if ua != "objwatch-test/1" {
+		t.Fatalf("user agent %q, want the configuration's", ua)
+	}
+	if query != "fieldSelector=spec.nodeName%3D&resourceVersion=5&watch=true" {
+		t.Fatalf("query %q", query)
 	}
 }

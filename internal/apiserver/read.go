@@ -127,11 +127,16 @@ func (s *Server) writeAs(w http.ResponseWriter, req *http.Request, code int, typ
 	}
 }
 
+// partialMetadata returns obj's metadata as a PartialObjectMetadata to be encoded. It
+// shares obj's maps and slices (labels, annotations, managedFields, ...) instead of
+// deep-copying them: every caller encodes the result at once and drops it, and
+// nothing writes it (a watch of pods through a metadata informer, as the garbage
+// collector's, deep-copied every pod's metadata with its managedFields per event).
 func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
 	p := &metav1.PartialObjectMetadata{}
 	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
-			p.ObjectMeta = *om.DeepCopy()
+			p.ObjectMeta = *om
 		}
 	}
 	p.APIVersion, p.Kind = "meta.k8s.io/v1", "PartialObjectMetadata"

@@ -196,7 +196,13 @@ func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Record
 		return parts{}, fmt.Errorf("runtime: open image store: %w", err)
 	}
 	runcRoot := filepath.Join(dir, "runc")
-	rt, err := runc.New(runc.Config{Binary: cfg.Runc, Root: runcRoot, Shim: cfg.Shim, ShimPool: shimPool})
+	rcfg := runc.Config{Binary: cfg.Runc, Root: runcRoot, Shim: cfg.Shim, ShimPool: shimPool}
+	if withStreaming {
+		// A serving runtime runs runc from a sealed copy of its binary: runc's init then
+		// makes no copy of itself per container (runc/clonedbin.go).
+		rcfg.SealedCopy = true
+	}
+	rt, err := runc.New(rcfg)
 	if err != nil {
 		return parts{}, fmt.Errorf("runtime: %w", err)
 	}

@@ -34,7 +34,7 @@ var errFifoUnusable = errors.New("exec fifo unusable")
 // of runc 1.x does. It returns errFifoUnusable (wrapped) when the binary is not runc, there is
 // no FIFO, the init is gone before writing its byte, or ctx ended before it did.
 func (r *Runtime) startByFifo(ctx context.Context, id string, pid int) error {
-	if filepath.Base(r.binary) != "runc" || !validContainerID(id) {
+	if !r.isRunc || !validContainerID(id) {
 		return errFifoUnusable
 	}
 	start, alive := procStartTime(pid)

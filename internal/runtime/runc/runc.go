@@ -43,6 +43,11 @@ type Config struct {
 	// ShimPool is how many shims are kept started ahead of Create (pool.go); 0 starts each
 	// shim in Create.
 	ShimPool int
+	// SealedCopy, when Binary is runc, runs runc from a sealed in-memory copy of its binary
+	// that the Runtime holds while it lives, so that runc's init makes no protected copy of
+	// itself per container (clonedbin.go); if the copy cannot be made, runc runs from
+	// Binary as it is.
+	SealedCopy bool
 }
 
 // Runtime drives the runc binary. Its only state of its own is the pids of the shims it started
@@ -50,7 +55,9 @@ type Config struct {
 // (so that State needs no `runc state` while they live): everything else lives in runc's root
 // and in the container directories, so a new Runtime adopts the containers of an old one.
 type Runtime struct {
-	binary string // absolute path
+	binary string   // absolute path (of the sealed copy when there is one)
+	isRunc bool     // the binary is runc (not crun)
+	sealed *os.File // the sealed copy of runc's binary, nil without one
 	root   string
 	shim   []string
 
@@ -89,8 +96,18 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		shim = defaultShim(exe)
 	}
-	return &Runtime{binary: bin, root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}, live: map[string]liveInit{}, poolSize: max(cfg.ShimPool, 0)}, nil
+	r := &Runtime{binary: bin, isRunc: filepath.Base(bin) == "runc", root: root, shim: append([]string(nil), shim...), shims: map[int]struct{}{}, live: map[string]liveInit{}, poolSize: max(cfg.ShimPool, 0)}
+	if cfg.SealedCopy && r.isRunc {
+		if f, err := sealedCopy(bin); err == nil {
+			r.sealed, r.binary = f, fdPath(f)
+		}
+	}
+	return r, nil
 }
+
+// Binary is the path runc runs from (/proc/<pid>/fd/<n> of the sealed copy when there is
+// one).
+func (r *Runtime) Binary() string { return r.binary }
 
 // Status is a container's lifecycle state.
 type Status string

@@ -101,9 +101,13 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	root := filepath.Join(t.TempDir(), "runc")
-	rt, err := New(Config{Root: root, Shim: []string{exe}})
+	// As the serving runtime: runc from a sealed copy of its binary (clonedbin.go).
+	rt, err := New(Config{Root: root, Shim: []string{exe}, SealedCopy: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rt.sealed == nil {
+		t.Fatalf("runc runs from %s, not from a sealed copy", rt.Binary())
 	}
 	f := &fixture{rt: rt, root: root, cgroupParent: "/kubette-test-" + newID(t)[:12]}
 	t.Cleanup(func() {

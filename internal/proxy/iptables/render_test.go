@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -533,6 +535,19 @@ func applyNoflush(host map[string]map[string][][]string, text []byte) error {
 			chains[op.chain] = nil
 		case 'A':
 			chains[op.chain] = append(chains[op.chain], op.rule)
+		case 'D': // the first equal rule goes; none fails the restore
+			rules, ok := chains[op.chain]
+			i := slices.IndexFunc(rules, func(r []string) bool { return slices.Equal(r, op.rule) })
+			if !ok || i < 0 {
+				return fmt.Errorf("-D %s %s: no such rule", op.chain, strings.Join(op.rule, " "))
+			}
+			chains[op.chain] = slices.Delete(rules, i, i+1)
+		case 'I': // at a 1-based position at most one past the end
+			rules, ok := chains[op.chain]
+			if !ok || op.pos < 1 || op.pos > len(rules)+1 {
+				return fmt.Errorf("-I %s %d: chain of %d rules (declared: %v)", op.chain, op.pos, len(rules), ok)
+			}
+			chains[op.chain] = slices.Insert(rules, op.pos-1, op.rule)
 		case 'X':
 			for cn, rules := range chains {
 				for _, r := range rules {
@@ -553,6 +568,7 @@ type restoreOp struct {
 	table, chain string
 	kind         byte
 	rule         []string
+	pos          int // of an insert
 }
 
 func parseRestoreOps(text []byte) ([]restoreOp, error) {
@@ -574,6 +590,25 @@ func parseRestoreOps(text []byte) ([]restoreOp, error) {
 				return nil, err
 			}
 			ops = append(ops, restoreOp{table: table, chain: toks[1], kind: 'A', rule: toks[2:]})
+		case strings.HasPrefix(line, "-D "):
+			toks, err := tokenize(line)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, restoreOp{table: table, chain: toks[1], kind: 'D', rule: toks[2:]})
+		case strings.HasPrefix(line, "-I "):
+			toks, err := tokenize(line)
+			if err != nil {
+				return nil, err
+			}
+			if len(toks) < 3 {
+				return nil, fmt.Errorf("short insert %q", line)
+			}
+			pos, err := strconv.Atoi(toks[2])
+			if err != nil {
+				return nil, fmt.Errorf("insert %q: %w", line, err)
+			}
+			ops = append(ops, restoreOp{table: table, chain: toks[1], kind: 'I', rule: toks[3:], pos: pos})
 		default:
 			return nil, fmt.Errorf("unexpected line %q", line)
 		}

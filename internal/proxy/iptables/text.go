@@ -35,6 +35,14 @@ func (r *Ruleset) size() int {
 }
 
 func writeTable(b *bytes.Buffer, table string, chains []Chain, deleted []string) {
+	writeTableEdits(b, table, chains, nil, deleted)
+}
+
+// writeTableEdits is writeTable with rule edits of chains that are not
+// declared (declaring one would flush it), written after the rules of the
+// declared chains (an insert may jump to one of them) and before the
+// deletions (a delete may remove the last jump to a deleted chain).
+func writeTableEdits(b *bytes.Buffer, table string, chains []Chain, edits []chainEdits, deleted []string) {
 	b.WriteString("*" + table + "\n")
 	for _, c := range chains {
 		b.WriteString(":" + c.Name + " - [0:0]\n")
@@ -50,6 +58,9 @@ func writeTable(b *bytes.Buffer, table string, chains []Chain, deleted []string)
 			b.WriteString(rule)
 			b.WriteByte('\n')
 		}
+	}
+	for _, e := range edits {
+		b.Write(appendEditLines(b.AvailableBuffer(), e.name, e.edits))
 	}
 	for _, name := range deleted {
 		b.WriteString("-X " + name + "\n")
@@ -135,7 +146,12 @@ func serviceChains(r *Ruleset) int {
 }
 
 // diffChains adds to pl the chains of next that are new or changed from
-// prev, and deletes those of prev that next does not have.
+// prev, and deletes those of prev that next does not have. A changed fixed
+// chain (KUBE-SERVICES, ...; not a per-service chain, which is small, nor
+// KUBE-MARK-MASQ, which goes with the first restore) gets rule edits instead
+// of a rewrite when ruleEdits finds them worth it: a Service's first or last
+// ready endpoint moves one rule between the nat and the filter table's
+// KUBE-SERVICES, which hold a rule per Service port.
 func diffChains(pl *plan, table string, prev, next []Chain) {
 	old := make(map[string][]string, len(prev))
 	for _, c := range prev {
@@ -143,7 +159,15 @@ func diffChains(pl *plan, table string, prev, next []Chain) {
 	}
 	for _, c := range next {
 		rules, ok := old[c.Name]
-		if !ok || !slices.Equal(rules, c.Rules) {
+		switch {
+		case ok && slices.Equal(rules, c.Rules):
+		case ok && !isServiceChain(c.Name) && c.Name != ChainMarkMasq:
+			if edits, cheap := ruleEdits(rules, c.Rules); cheap {
+				pl.edit(table, c.Name, edits)
+			} else {
+				pl.add(table, c)
+			}
+		default:
 			pl.add(table, c)
 		}
 		delete(old, c.Name)
@@ -186,6 +210,22 @@ type plan struct {
 	// leaf holds KUBE-MARK-MASQ, which per-service chains jump to: it goes
 	// with the first restore.
 	leaf []Chain
+	// edits holds rule edits of fixed chains per table: they go with the
+	// fixed chains, in the last restore.
+	edits map[string][]chainEdits
+}
+
+// chainEdits are the rule edits of one chain.
+type chainEdits struct {
+	name  string
+	edits []RuleEdit
+}
+
+func (pl *plan) edit(table, name string, edits []RuleEdit) {
+	if pl.edits == nil {
+		pl.edits = map[string][]chainEdits{}
+	}
+	pl.edits[table] = append(pl.edits[table], chainEdits{name, edits})
 }
 
 func (pl *plan) add(table string, c Chain) {
@@ -257,19 +297,19 @@ func (pl *plan) batches(maxChains int) [][]byte {
 	}
 	b.Reset()
 	for _, t := range []string{TableFilter, TableNAT} {
-		chains, gone := pl.fixed[t], pl.gone[t]
+		chains, gone, edits := pl.fixed[t], pl.gone[t], pl.edits[t]
 		if t == TableNAT && len(out) == 0 {
 			// One restore: everything goes together, in Text's order.
 			chains = slices.Concat(chains, pl.leaf, pl.service)
 		}
-		if len(chains) == 0 && len(gone) == 0 {
+		if len(chains) == 0 && len(gone) == 0 && len(edits) == 0 {
 			continue
 		}
 		names := make([]string, len(gone))
 		for i, g := range gone {
 			names[i] = g.Name
 		}
-		writeTable(&b, t, chains, names)
+		writeTableEdits(&b, t, chains, edits, names)
 	}
 	if b.Len() > 0 {
 		out = append(out, slices.Clone(b.Bytes()))

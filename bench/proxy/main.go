@@ -186,40 +186,65 @@ func measure(n, e, runs int, apply bool) error {
 	// One endpoint of one Service changes (a pod replaced): render the model
 	// again (the Renderer renders only the changed Service), diff (only that
 	// Service's chains and the fixed chains), apply only the changed chains.
-	var renders, diffs, applies, totals []time.Duration
-	var partialBytes int
 	prev := rs
-	r := rand.New(rand.NewPCG(uint64(n), 1))
-	for k := range runs {
-		i := r.IntN(n)
-		m.Services[i].Ports[0].Endpoints[0].IP = netip.AddrFrom4([4]byte{10, 245, byte(k >> 8), byte(k)})
-		a := time.Now()
-		next := renderer.Render(m, opts)
-		b := time.Now()
-		upd := iptables.UpdateBatches(prev, next, batchChains)
-		c := time.Now()
-		if upd == nil {
-			return fmt.Errorf("a changed endpoint gave no update")
-		}
-		partialBytes = 0
-		for _, b := range upd {
-			partialBytes += len(b)
-			if ns != nil {
-				if err := ns.runner.Restore(ctx, b); err != nil {
-					return fmt.Errorf("partial restore: %w", err)
+	series := func(label string, change func(k int)) error {
+		var renders, diffs, applies, totals []time.Duration
+		var partialBytes int
+		cpu0 := childCPU()
+		for k := range runs {
+			change(k)
+			a := time.Now()
+			next := renderer.Render(m, opts)
+			b := time.Now()
+			upd := iptables.UpdateBatches(prev, next, batchChains)
+			c := time.Now()
+			if upd == nil {
+				return fmt.Errorf("%s: a change gave no update", label)
+			}
+			partialBytes = 0
+			for _, b := range upd {
+				partialBytes += len(b)
+				if ns != nil {
+					if err := ns.runner.Restore(ctx, b); err != nil {
+						return fmt.Errorf("%s: partial restore: %w", label, err)
+					}
 				}
 			}
+			d := time.Now()
+			renders, diffs, applies, totals = append(renders, b.Sub(a)), append(diffs, c.Sub(b)), append(applies, d.Sub(c)), append(totals, d.Sub(a))
+			prev = next
 		}
-		d := time.Now()
-		renders, diffs, applies, totals = append(renders, b.Sub(a)), append(diffs, c.Sub(b)), append(applies, d.Sub(c)), append(totals, d.Sub(a))
-		prev = next
+		restore := fmt.Sprintf(" + iptables-restore %v", median(applies))
+		if ns == nil {
+			restore = " (render only)"
+		}
+		user, sys := childCPU().sub(cpu0)
+		fmt.Printf("  %-20s render %v + diff %v%s = %v median, %v max (%d runs, %.1f kB of restore text; tools' CPU %v per change)\n",
+			label+":", median(renders), median(diffs), restore, median(totals), slices.Max(totals).Round(100*time.Microsecond), runs,
+			float64(partialBytes)/1e3, ((user + sys) / time.Duration(runs)).Round(time.Millisecond))
+		return nil
 	}
-	restore := fmt.Sprintf(" + iptables-restore %v", median(applies))
-	if ns == nil {
-		restore = " (render only)"
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	if err := series("one-endpoint change", func(k int) {
+		m.Services[r.IntN(n)].Ports[0].Endpoints[0].IP = netip.AddrFrom4([4]byte{10, 245, byte(k >> 8), byte(k)})
+	}); err != nil {
+		return err
 	}
-	fmt.Printf("  one-endpoint change: render %v + diff %v%s = %v median, %v max (%d runs, %.1f kB of restore text)\n",
-		median(renders), median(diffs), restore, median(totals), slices.Max(totals).Round(100*time.Microsecond), runs, float64(partialBytes)/1e3)
+	// A Service's last ready endpoint goes and comes back (its rule moves
+	// between the nat and the filter table's KUBE-SERVICES: REJECT <-> the
+	// jump to its KUBE-SVC chain), one change per run, alternating.
+	var stash []iptables.Endpoint
+	target := r.IntN(n)
+	if err := series("last/first endpoint", func(k int) {
+		p := &m.Services[target].Ports[0]
+		if k%2 == 0 {
+			stash, p.Endpoints = p.Endpoints, nil
+		} else {
+			p.Endpoints, stash = stash, nil
+		}
+	}); err != nil {
+		return err
+	}
 
 	// Nothing changed (a resync event): render and diff only.
 	a := time.Now()

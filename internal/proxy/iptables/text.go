@@ -78,7 +78,8 @@ func GuardText(o Options) []byte {
 
 // Update is the partial iptables-restore input that turns the rules of prev
 // (as applied) into next: only the chains whose rules changed are declared and
-// rewritten, the chains gone are flushed and deleted, unchanged chains are
+// rewritten (or, for a long fixed chain such as KUBE-SERVICES, edited rule by
+// rule: see diffChains), the chains gone are flushed and deleted, unchanged chains are
 // left alone (--noflush). It returns nil when nothing changed. Applying it to
 // a host holding prev leaves exactly what next.Text would.
 func Update(prev, next *Ruleset) []byte {

@@ -496,7 +496,9 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 			}
 		}
 		if objects {
-			if !sink.Send(ctx, ev.Type, obj, shared) {
+			// Every object but a bookmark is copied for the client: a converted object
+			// (served) may share maps and slices with the cache's.
+			if !sink.Send(ctx, ev.Type, obj, ev.Type != watch.Bookmark) {
 				return
 			}
 			continue

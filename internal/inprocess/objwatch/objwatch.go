@@ -66,10 +66,10 @@ func FromContext(ctx context.Context) (*Sink, bool) {
 	return s, ok && s != nil
 }
 
-// Send hands an event to the client; shared says that obj is the server's own
-// object (the watch cache's, shared with other watchers), which the sink copies
-// first; an object made for this watcher alone (a bookmark, a conversion, an error's
-// Status) is handed over as it is. It returns false once ctx is done: the client
+// Send hands an event to the client; shared says that obj may share memory with the
+// server's own objects (the watch cache's, shared with other watchers, or a
+// conversion of one), and the sink copies it first; an object made for this watcher
+// alone (a bookmark, an error's Status) is handed over as it is. It returns false once ctx is done: the client
 // stopped the watch. The object handed over has no apiVersion and kind, as client-go's
 // typed watch decoder leaves them (runtime.WithoutVersionDecoder). Only the handler
 // serving the watch calls Send and End.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
@@ -16,7 +18,10 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kubette/kubette/internal/inprocess/objwatch"
 )
 
 // NewDeps builds the shared clients and informers from a client configuration. The
@@ -56,7 +61,7 @@ func NewDeps(cfg *rest.Config, userAgent string) (Deps, *Starter, error) {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
 	}
-	return d, &Starter{deps: d, broadcaster: broadcaster, client: client}, nil
+	return d, &Starter{deps: d, broadcaster: broadcaster, client: client, config: pc}, nil
 }
 
 // Starter starts what NewDeps created.
@@ -64,6 +69,24 @@ type Starter struct {
 	deps        Deps
 	broadcaster record.EventBroadcaster
 	client      kubernetes.Interface
+	config      *rest.Config // the typed client's
+}
+
+// ServePodsAsObjects registers the pod informer of the shared informer factory with
+// its watch served as objects when the clients reach the API server in-process
+// (`kubette up`; package objwatch): each event's pod is deep-copied for this informer
+// instead of encoded by the API server and decoded here. Pods are the controllers'
+// busiest watch. Call it before any controller asks for the pod informer, so that
+// every one gets this one; elsewhere it does nothing.
+func (s *Starter) ServePodsAsObjects() {
+	ow, ok := objwatch.ForConfig(s.config)
+	if !ok {
+		return
+	}
+	s.deps.Informers.InformerFor(&corev1.Pod{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformerWithOptions(ow.PodListWatch(cs, metav1.NamespaceAll, nil, nil), &corev1.Pod{},
+			cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	})
 }
 
 // Start starts event recording and every informer registered so far; all stop when ctx is done.

@@ -145,6 +145,7 @@ func runControllers(ctx context.Context, o ManagerOptions, names []string) error
 	if err != nil {
 		return err
 	}
+	starter.ServePodsAsObjects()
 	shared.Logger = o.Logger
 	starters := []*Starter{starter}
 	var runners []Runner

@@ -2,20 +2,15 @@ package controller_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/controller"
-	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/testenv"
 	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
@@ -25,29 +20,9 @@ import (
 // Over a kubeconfig (another process) the factory is left as it was.
 func TestServePodsAsObjects(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), Listener: ln, UnsafeNoFsync: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		_ = ln.Close()
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := cp.Wait(); err != nil {
-			t.Errorf("control plane stopped with: %v", err)
-		}
-	})
-	adminCfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := kubernetes.NewForConfigOrDie(adminCfg)
+	t.Cleanup(cancel)
+	env := testenv.Start(t, testenv.Options{})
+	adminCfg, admin := env.Config, env.Client
 
 	// Over the network: nothing is registered.
 	remote, remoteStarter, err := controller.NewDeps(rest.CopyConfig(adminCfg), "deps-test")
@@ -60,7 +35,7 @@ func TestServePodsAsObjects(t *testing.T) {
 		t.Fatalf("over a kubeconfig ServePodsAsObjects registered informers: %v", synced)
 	}
 
-	cfg, err := cp.ComponentConfig("controller-manager", "system:kube-controller-manager")
+	cfg, err := env.ComponentConfig("controller-manager", "system:kube-controller-manager")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,15 @@ type Env struct {
 	Client kubernetes.Interface
 	// Kubeconfig is the admin kubeconfig path.
 	Kubeconfig string
+
+	cp *controlplane.ControlPlane
+}
+
+// ComponentConfig is the client configuration of a component running in the test's
+// process as user (e.g. system:kube-controller-manager): in-process, as `kubette up`
+// gives its components (see controlplane.ControlPlane.ComponentConfig).
+func (e *Env) ComponentConfig(name, user string) (*rest.Config, error) {
+	return e.cp.ComponentConfig(name, user)
 }
 
 // Start brings up a control plane in t.TempDir() that stops when the test ends.
@@ -70,5 +79,5 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
-	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig}
+	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig, cp: cp}
 }

@@ -3,9 +3,6 @@ package objwatch_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -20,62 +17,33 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubette/kubette/internal/apiserver/filters"
-	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/inprocess"
 	"github.com/kubette/kubette/internal/inprocess/objwatch"
+	"github.com/kubette/kubette/internal/testenv"
 	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
 // env is a control plane with an admin client over HTTPS and in-process
 // configurations for components.
 type env struct {
-	cp    *controlplane.ControlPlane
+	*testenv.Env
 	admin kubernetes.Interface
 }
 
 func start(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatalf("listen: %v", err)
-	}
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), Listener: ln, UnsafeNoFsync: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		cancel()
-		_ = ln.Close()
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := cp.Wait(); err != nil {
-			t.Errorf("control plane stopped with: %v", err)
-		}
-	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatalf("load kubeconfig: %v", err)
-	}
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatalf("clientset: %v", err)
-	}
-	return &env{cp: cp, admin: admin}
+	e := testenv.Start(t, testenv.Options{})
+	return &env{Env: e, admin: e.Client}
 }
 
 // component returns an in-process configuration as user, its protobuf clientset
 // (as the scheduler's) and its object-watch client.
 func (e *env) component(t *testing.T, user string) (kubernetes.Interface, *objwatch.Client) {
 	t.Helper()
-	cfg, err := e.cp.ComponentConfig("objwatch-test", user)
+	cfg, err := e.ComponentConfig("objwatch-test", user)
 	if err != nil {
 		t.Fatalf("component config: %v", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -21,23 +19,6 @@ import (
 // renderer writes, and the hooks are found in the saved built-in chains.
 func TestSaveFormMatchesIptables(t *testing.T) {
 	needs.Root(t)
-	needs.Binary(t, "ip", "iproute2")
-	needs.Binary(t, "iptables-restore", "iptables")
-	needs.Binary(t, "iptables-save", "iptables")
-	run := func(t *testing.T, ns string, stdin []byte, args ...string) []byte {
-		t.Helper()
-		cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
-		if stdin != nil {
-			cmd.Stdin = bytes.NewReader(stdin)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v: %v: %s", args, err, stderr.String())
-		}
-		return out
-	}
 	models := map[string]Model{}
 	for name, m := range goldenCases() {
 		models[name] = m
@@ -51,15 +32,15 @@ func TestSaveFormMatchesIptables(t *testing.T) {
 	guarded.RejectUnroutedPodCIDR = true
 	guarded.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.3.0/24")}
 	for i, o := range []Options{testOptions, noNodeIPs, guarded} {
-		ns := fmt.Sprintf("kbt-saveform-%d-%d", os.Getpid(), i)
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Fatalf("ip netns add: %v: %s", err, out)
-		}
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+		_, runNs := rootNetns(t, fmt.Sprint("saveform-", i))
+		run := func(stdin []byte, args ...string) []byte {
+			t.Helper()
+			out, err := runNs(stdin, args...)
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			return out
+		}
 		var prev *Ruleset
 		for name, m := range models {
 			rs := NewRenderer().Render(m, o)
@@ -67,16 +48,16 @@ func TestSaveFormMatchesIptables(t *testing.T) {
 			if prev != nil {
 				stale = StaleChains(prev.Text(nil), rs)
 			}
-			run(t, ns, rs.Text(stale), "iptables-restore", "--noflush")
+			run(rs.Text(stale), "iptables-restore", "--noflush")
 			if prev == nil { // the chains exist now: hook them in (the guard last, so first)
 				for _, h := range append(Hooks(), GuardHooks()...) {
-					run(t, ns, nil, append([]string{"iptables", "-t", h.Table, "-I", h.Chain, "1"}, h.Args...)...)
+					run(nil, append([]string{"iptables", "-t", h.Table, "-I", h.Chain, "1"}, h.Args...)...)
 				}
 			}
 			prev = rs
 			var text []byte
 			for _, table := range []string{TableFilter, TableNAT} {
-				text = append(text, run(t, ns, nil, "iptables-save", "-t", table)...)
+				text = append(text, run(nil, "iptables-save", "-t", table)...)
 			}
 			saved, err := ParseSave(text)
 			if err != nil {

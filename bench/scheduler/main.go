@@ -91,7 +91,7 @@ func main() {
 	flag.BoolVar(&o.clusterScheduler, "cluster-scheduler", false, "with --pods-first: time the cluster's own scheduler (inside kubette up: in the API server's process) instead of one in this process; the bench holds its Lease kube-system/kube-scheduler while it creates the pods, then frees it")
 	flag.IntVar(&o.nodes, "nodes", 0, "register this many Ready nodes with no kubelet behind them (nodes only, as upstream scheduler_perf: run no `kubette sim`); they are deleted at the end")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile over the bind phase to this file (with --pods-first: the in-process scheduler's)")
-	flag.StringVar(&o.serverProfile, "server-profile", "", "with --pods-first: write the API server's CPU profile (PREFIX.cpu) and heap profiles before and after the bind phase (PREFIX.heap0, PREFIX.heap1: each after a forced collection; diff them for the phase's allocations), read from its /debug/pprof with the kubeconfig's credentials")
+	flag.StringVar(&o.serverProfile, "server-profile", "", "with --pods-first: write the API server's CPU profile (PREFIX.cpu), its execution trace over the same seconds (PREFIX.trace) and heap profiles before and after the bind phase (PREFIX.heap0, PREFIX.heap1: each after a forced collection; diff them for the phase's allocations), read from its /debug/pprof with the kubeconfig's credentials")
 	flag.IntVar(&o.serverProfileSeconds, "server-profile-seconds", 8, "length of the --server-profile profiles")
 	flag.Parse()
 	if o.kubeconfig == "" || o.pods <= 0 || o.workers <= 0 {

@@ -293,7 +293,23 @@ func startServerProfiles(ctx context.Context, cs kubernetes.Interface, prefix st
 		}
 		cpuErr <- nil
 	}()
+	traceErr := make(chan error, 1)
+	go func() {
+		// The execution trace over the same seconds: where the server's goroutines
+		// wait when its cores are not busy (go tool trace PREFIX.trace).
+		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/trace").
+			Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+		if err != nil {
+			traceErr <- fmt.Errorf("fetch execution trace: %w", err)
+			return
+		}
+		if err := os.WriteFile(prefix+".trace", data, 0o644); err != nil {
+			traceErr <- fmt.Errorf("write %s.trace: %w", prefix, err)
+			return
+		}
+		traceErr <- nil
+	}()
 	return func() error {
-		return errors.Join(heapErr, heap(prefix+".heap1"), <-cpuErr)
+		return errors.Join(heapErr, heap(prefix+".heap1"), <-cpuErr, <-traceErr)
 	}
 }

@@ -236,8 +236,7 @@ func podInformerWith(ow *objwatch.Client) func(kubernetes.Interface, time.Durati
 		if ow == nil {
 			inf = coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync, indexers, tweak)
 		} else {
-			inf = toolscache.NewSharedIndexInformerWithOptions(ow.PodListWatch(cs, metav1.NamespaceAll, tweak, copyWithoutManagedFields),
-				&corev1.Pod{}, toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
+			inf = ow.PodInformer(cs, tweak, copyWithoutManagedFields, resync, indexers)
 		}
 		// As upstream's: the scheduler never reads managedFields, so its cache keeps none.
 		_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
@@ -258,8 +257,7 @@ func nodeInformerWith(ow *objwatch.Client) func(kubernetes.Interface, time.Durat
 		if ow == nil {
 			inf = coreinformers.NewNodeInformer(cs, resync, toolscache.Indexers{})
 		} else {
-			inf = toolscache.NewSharedIndexInformerWithOptions(ow.NodeListWatch(cs, nil, copyWithoutManagedFields),
-				&corev1.Node{}, toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: toolscache.Indexers{}})
+			inf = ow.NodeInformer(cs, copyWithoutManagedFields, resync, toolscache.Indexers{})
 		}
 		_ = inf.SetTransform(dropManagedFields) // fails only for an informer that has started
 		return inf

@@ -39,6 +39,20 @@ func (c *Client) PodListWatch(cs kubernetes.Interface, namespace string, tweak f
 	}, tweak)
 }
 
+// PodInformer is client-go's pod informer (NewFilteredPodInformer) over
+// PodListWatch: every namespace's pods filtered by tweak, each watch event's pod
+// copied with copyObj.
+func (c *Client) PodInformer(cs kubernetes.Interface, tweak func(*metav1.ListOptions), copyObj CopyFunc, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(c.PodListWatch(cs, metav1.NamespaceAll, tweak, copyObj), &corev1.Pod{},
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
+}
+
+// NodeInformer is client-go's node informer over NodeListWatch.
+func (c *Client) NodeInformer(cs kubernetes.Interface, copyObj CopyFunc, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(c.NodeListWatch(cs, nil, copyObj), &corev1.Node{},
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})
+}
+
 // NodeListWatch is the ListWatch of client-go's node informer with the watch served
 // as objects, each node copied with copyObj (DeepCopy when nil).
 func (c *Client) NodeListWatch(cs kubernetes.Interface, tweak func(*metav1.ListOptions), copyObj CopyFunc) cache.ListerWatcher {

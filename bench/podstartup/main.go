@@ -86,13 +86,13 @@ func main() {
 	flag.StringVar(&profile, "server-profile", "", "write `kubette up`'s CPU profiles over the parallel phase, from its /debug/pprof with the kubeconfig's credentials, 2 s each back to back from the first create to the last pod Running, into PREFIX.cpu.N (`go tool pprof` takes them all at once)")
 	flag.BoolVar(&marks, "marks", false, "print each phase's start and end as Unix times in seconds (to cut a `perf record -k CLOCK_REALTIME` trace to the phases)")
 	flag.Parse()
-	if err := run(kubeconfig, kubette, dataDir, busybox, cpuacct, profile, pods, parallel, marks, sequential); err != nil {
+	if err := run(kubeconfig, kubette, dataDir, busybox, newMeters(cpuacct), profile, pods, parallel, marks, sequential); err != nil {
 		fmt.Fprintln(os.Stderr, "podstartup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, kubette, dataDir, busybox, cpuacct, profile string, pods, parallel int, marks, sequential bool) error {
+func run(kubeconfig, kubette, dataDir, busybox string, m meters, profile string, pods, parallel int, marks, sequential bool) error {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -114,7 +114,7 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct, profile string, pods, p
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
 	// Warm-up: the first pod pays for one-time work (cgroup parents, the bridge).
-	if _, _, _, _, err := measure(ctx, client, dataDir, cpuacct, "", ns, "warmup", 1, 1); err != nil {
+	if _, _, err := measure(ctx, client, dataDir, meters{}, "", ns, "warmup", 1, 1); err != nil {
 		return err
 	}
 	type phase struct {
@@ -130,35 +130,33 @@ func run(kubeconfig, kubette, dataDir, busybox, cpuacct, profile string, pods, p
 		if phase.at > 1 {
 			prof = profile
 		}
-		lat, cpu, idle, span, err := measure(ctx, client, dataDir, cpuacct, prof, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
+		lat, cpu, err := measure(ctx, client, dataDir, m, prof, ns, fmt.Sprintf("p%d", phase.at), pods, phase.at)
 		if err != nil {
 			return fmt.Errorf("%s: %w", phase.name, err)
 		}
 		if marks {
-			fmt.Printf("%-14s from %.6f to %.6f\n", phase.name+":", unixSeconds(span[0]), unixSeconds(span[1]))
+			fmt.Printf("%-14s from %.6f to %.6f\n", phase.name+":", unixSeconds(cpu.span[0]), unixSeconds(cpu.span[1]))
 		}
 		s := benchutil.Sorted(lat)
-		cpuText := ""
-		if cpuacct != "" {
-			cpuText = fmt.Sprintf("  CPU/pod %s  idle CPU/s %.1f ms before, %.1f ms with the %d pods running",
-				benchutil.FormatDuration(cpu/time.Duration(len(s))), idle[0]*1e3, idle[1]*1e3, len(s))
-		}
-		fmt.Printf("%-14s pods %3d  create→Running p50 %s  p90 %s  p99 %s  max %s%s\n", phase.name+":", len(s),
+		fmt.Printf("%-14s pods %3d  create→Running p50 %s  p90 %s  p99 %s  max %s\n", phase.name+":", len(s),
 			benchutil.FormatDuration(benchutil.Percentile(s, 50)), benchutil.FormatDuration(benchutil.Percentile(s, 90)),
-			benchutil.FormatDuration(benchutil.Percentile(s, 99)), benchutil.FormatDuration(s[len(s)-1]), cpuText)
+			benchutil.FormatDuration(benchutil.Percentile(s, 99)), benchutil.FormatDuration(s[len(s)-1]))
+		if line := cpu.report(len(s), phase.at); line != "" {
+			fmt.Printf("%-14s %s\n", "", line)
+		}
 	}
 	return nil
 }
 
 // measure creates n pods, at most `at` of them starting at once, and returns each one's time from create to
-// the watch event showing it Running, the CPU time of the cpuacct cgroup ("" = none) from the first
-// create to the last pod Running, the cgroup's idle CPU rate (seconds per second) before the first
-// create and, measured right after the phase, with the n pods running, and the times of the phase's
-// first create and last Running; with profile (a file prefix) it writes the server's CPU profiles
+// the watch event showing it Running and what the meters read over the phase (phaseCPU): the CPU time
+// from the first create to the last pod Running, the idle rates before the first create and, measured
+// right after the phase, with the n pods running, and the times of the phase's first create and last
+// Running; with profile (a file prefix) it writes the server's CPU profiles
 // over the phase (profileServer); then it deletes them and waits until they are gone, from the API and
 // from the node's runtime (its sandbox directories under DATA_DIR/runtime/sandboxes), so that the next
 // phase does not share the machine with the teardown of this one.
-func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct, profile, ns, prefix string, n, at int) (_ []time.Duration, cpu time.Duration, idle [2]float64, span [2]time.Time, _ error) {
+func measure(ctx context.Context, client kubernetes.Interface, dataDir string, m meters, profile, ns, prefix string, n, at int) (_ []time.Duration, pc phaseCPU, _ error) {
 	label := map[string]string{"bench": prefix}
 	// A retry watcher from the list's resource version: a watch the API server ends early (its
 	// watch cache restarts when etcd stalls on a loaded machine) is resumed where it stopped
@@ -166,7 +164,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	selector := "bench=" + prefix
 	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, 0, idle, span, fmt.Errorf("list pods: %w", err)
+		return nil, pc, fmt.Errorf("list pods: %w", err)
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -175,12 +173,18 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 		},
 	})
 	if err != nil {
-		return nil, 0, idle, span, fmt.Errorf("watch pods: %w", err)
+		return nil, pc, fmt.Errorf("watch pods: %w", err)
 	}
 	defer w.Stop()
+	// Each pod's slot waits on its own channel, closed when the watch shows the pod Running
+	// (a polling loop per slot would take CPU from the cluster it measures).
 	var mu sync.Mutex
 	started := map[string]time.Time{}
 	runningAt := map[string]time.Time{}
+	running := make(map[string]chan struct{}, n)
+	for i := range n {
+		running[fmt.Sprintf("%s-%03d", prefix, i)] = make(chan struct{})
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -193,6 +197,9 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 				mu.Lock()
 				if _, seen := runningAt[p.Name]; !seen {
 					runningAt[p.Name] = time.Now()
+					if ch, ok := running[p.Name]; ok {
+						close(ch)
+					}
 				}
 				finished := len(runningAt) == n
 				mu.Unlock()
@@ -202,17 +209,16 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 			}
 		}
 	}()
-	idle[0], err = idleRate(cpuacct)
-	if err != nil {
-		return nil, 0, idle, span, err
+	if pc.idle[0], err = m.idleRate(); err != nil {
+		return nil, pc, err
 	}
-	cpuBefore, err := cpuUsage(cpuacct)
+	before, err := m.usage()
 	if err != nil {
-		return nil, 0, idle, span, err
+		return nil, pc, err
 	}
 	stopProfile := profileServer(ctx, client, profile)
 	start := time.Now()
-	span[0] = start
+	pc.span[0] = start
 	sem := make(chan struct{}, at)
 	var wg sync.WaitGroup
 	var createErr error
@@ -233,37 +239,36 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 				return
 			}
 			// Hold the slot until this pod runs: at most `at` pods are starting at once.
-			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-				mu.Lock()
-				_, ok := runningAt[name]
-				mu.Unlock()
-				if ok {
-					return
-				}
+			select {
+			case <-running[name]:
+			case <-done:
+			case <-time.After(2 * time.Minute):
 			}
 		}()
 	}
 	wg.Wait()
 	if createErr != nil {
-		return nil, 0, idle, span, createErr
+		return nil, pc, createErr
 	}
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
-		return nil, 0, idle, span, errors.New("pods not Running within 2 minutes")
+		return nil, pc, errors.New("pods not Running within 2 minutes")
 	}
-	span[1] = time.Now()
-	cpuAfter, err := cpuUsage(cpuacct)
+	pc.span[1] = time.Now()
+	after, err := m.usage()
 	if err != nil {
-		return nil, 0, idle, span, err
+		return nil, pc, err
 	}
 	if err := stopProfile(); err != nil {
-		return nil, 0, idle, span, err
+		return nil, pc, err
 	}
-	cpu = cpuAfter - cpuBefore - time.Duration(idle[0]*float64(span[1].Sub(start)))
+	for i := range pc.used {
+		pc.used[i] = after[i] - before[i] - time.Duration(pc.idle[0][i]*float64(pc.span[1].Sub(start)))
+	}
 	// The background work that grows with the running pods (relists, probes, status loops).
-	if idle[1], err = idleRate(cpuacct); err != nil {
-		return nil, 0, idle, span, err
+	if pc.idle[1], err = m.idleRate(); err != nil {
+		return nil, pc, err
 	}
 	var out []time.Duration
 	mu.Lock()
@@ -274,7 +279,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	zero := int64(0)
 	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
 		metav1.ListOptions{LabelSelector: "bench=" + prefix}); err != nil {
-		return nil, 0, idle, span, fmt.Errorf("delete pods: %w", err)
+		return nil, pc, fmt.Errorf("delete pods: %w", err)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "bench=" + prefix})
@@ -282,7 +287,7 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, idle, span, errors.New("pods not gone within 2 minutes")
+			return nil, pc, errors.New("pods not gone within 2 minutes")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -290,17 +295,17 @@ func measure(ctx context.Context, client kubernetes.Interface, dataDir, cpuacct,
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		left, err := os.ReadDir(sandboxes)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, 0, idle, span, fmt.Errorf("wait for the runtime's teardown: %w", err)
+			return nil, pc, fmt.Errorf("wait for the runtime's teardown: %w", err)
 		}
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, idle, span, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
+			return nil, pc, fmt.Errorf("%d sandboxes still in %s after 2 minutes", len(left), sandboxes)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return out, cpu, idle, span, nil
+	return out, pc, nil
 }
 
 // profileServer fetches the API server process's CPU profile, 2 s at a time, into prefix.cpu.0,
@@ -342,32 +347,119 @@ func profileServer(ctx context.Context, client kubernetes.Interface, prefix stri
 // unixSeconds is t as seconds since the Unix epoch.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// idleWindow is how long the cluster's idle CPU rate is measured before a phase.
+// idleWindow is how long the idle CPU rates are measured before a phase.
 const idleWindow = 5 * time.Second
 
-// idleRate is the CPU time per second the cpuacct cgroup spends over idleWindow (0 for "").
-func idleRate(dir string) (float64, error) {
-	if dir == "" {
-		return 0, nil
+// The meters, in the order of a reading's values.
+const (
+	meterCluster = iota // the cgroup that holds `kubette up` and what it starts (--cpuacct)
+	meterPods           // the pods' cgroups, below /kubette in the same cpuacct hierarchy
+	meterMachine        // every CPU of the machine, from /proc/stat
+	numMeters
+)
+
+// meters reads the CPU time the cluster spends. runc moves each container's init into the
+// pod's cgroup before it runs the init's Go part and the container's process, so the cgroup
+// that holds `kubette up` alone misses them: the pods' cgroups are read too. The machine's
+// time is everything (the kernel's threads and this bench's own client included): in a closed
+// loop of `at` pods it is what sets the mean create → Running (Little's law), at × CPU per
+// pod / cores.
+type meters struct {
+	cluster, pods string // cpuacct directories ("" = not read)
+}
+
+// newMeters returns the meters for --cpuacct (none when it is empty).
+func newMeters(cpuacct string) meters {
+	if cpuacct == "" {
+		return meters{}
 	}
-	before, err := cpuUsage(dir)
+	return meters{cluster: cpuacct, pods: filepath.Join(filepath.Dir(cpuacct), "kubette")}
+}
+
+// usage reads every meter (zeros for the ones not read).
+func (m meters) usage() (u [numMeters]time.Duration, err error) {
+	if m.cluster == "" {
+		return u, nil
+	}
+	if u[meterCluster], err = cgroupUsage(m.cluster); err != nil {
+		return u, err
+	}
+	// The pods' parent exists once the first pod has started (the warm-up's).
+	if u[meterPods], err = cgroupUsage(m.pods); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return u, err
+	}
+	if u[meterMachine], err = machineBusy(); err != nil {
+		return u, err
+	}
+	return u, nil
+}
+
+// idleRate is each meter's CPU time per second over idleWindow.
+func (m meters) idleRate() (r [numMeters]float64, err error) {
+	if m.cluster == "" {
+		return r, nil
+	}
+	before, err := m.usage()
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	t0 := time.Now()
 	time.Sleep(idleWindow)
-	after, err := cpuUsage(dir)
+	after, err := m.usage()
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	return float64(after-before) / float64(time.Since(t0)), nil
+	for i := range r {
+		r[i] = float64(after[i]-before[i]) / float64(time.Since(t0))
+	}
+	return r, nil
 }
 
-// cpuUsage reads the CPU time a cgroup v1 cpuacct directory has used (0 for "").
-func cpuUsage(dir string) (time.Duration, error) {
-	if dir == "" {
-		return 0, nil
+// phaseCPU is what the meters read over a phase.
+type phaseCPU struct {
+	used [numMeters]time.Duration // over the phase, less the idle rate before it
+	idle [2][numMeters]float64    // CPU seconds per second before the phase and after it
+	span [2]time.Time             // the first create and the last pod Running
+}
+
+// report is the phase's CPU line ("" when nothing was read).
+func (pc phaseCPU) report(pods, at int) string {
+	if pc.idle[0] == ([numMeters]float64{}) && pc.used == ([numMeters]time.Duration{}) {
+		return ""
 	}
+	per := func(d time.Duration) string { return benchutil.FormatDuration(d / time.Duration(pods)) }
+	cluster := pc.used[meterCluster] + pc.used[meterPods]
+	machine := pc.used[meterMachine]
+	cores := float64(pc.machineCores())
+	line := fmt.Sprintf("CPU/pod %s (up's tree %s, the pods' cgroups %s), machine %s  idle CPU/s %.1f ms before, %.1f ms with the %d pods running",
+		per(cluster), per(pc.used[meterCluster]), per(pc.used[meterPods]), per(machine),
+		1e3*(pc.idle[0][meterCluster]+pc.idle[0][meterPods]), 1e3*(pc.idle[1][meterCluster]+pc.idle[1][meterPods]), pods)
+	if at > 1 {
+		// Little's law for the closed loop: mean latency = at / throughput, and with the CPU
+		// saturated, throughput = cores / machine CPU per pod.
+		line += fmt.Sprintf("\n%-14s Little's law: %d × machine CPU/pod / %g cores = %s mean create→Running if the machine's CPU is all the pods'", "",
+			at, cores, benchutil.FormatDuration(time.Duration(float64(at)*float64(machine/time.Duration(pods))/cores)))
+	}
+	return line
+}
+
+// machineCores is the number of CPUs /proc/stat counts.
+func (phaseCPU) machineCores() int {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 1
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if len(l) > 3 && strings.HasPrefix(l, "cpu") && l[3] >= '0' && l[3] <= '9' {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// cgroupUsage reads the CPU time a cgroup v1 cpuacct directory has used.
+func cgroupUsage(dir string) (time.Duration, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
 	if err != nil {
 		return 0, fmt.Errorf("cpu usage: %w", err)
@@ -377,6 +469,32 @@ func cpuUsage(dir string) (time.Duration, error) {
 		return 0, fmt.Errorf("cpu usage of %s: %w", dir, err)
 	}
 	return time.Duration(ns), nil
+}
+
+// machineBusy is the CPU time all the machine's CPUs have spent not idle (user, nice, system,
+// irq, softirq, steal), from /proc/stat's first line in USER_HZ ticks (100 per second).
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("machine CPU: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("machine CPU: unexpected /proc/stat line %q", line)
+	}
+	var ticks int64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("machine CPU: %q: %w", line, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 func benchPod(name string, labels map[string]string) *v1.Pod {

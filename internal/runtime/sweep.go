@@ -23,8 +23,9 @@ import (
 // runc's state under the data dir is killed and deleted, every mount below the data dir's
 // runtime directory (root filesystems, network namespaces, the tmpfs mounts of volatile.go,
 // after runc's containers are gone) is unmounted, deepest first, the writable layers whose
-// container directory is gone with them are removed, and the pod masquerade of the bridge
-// (its nat chain and jumps) is removed.
+// container directory is gone with them are removed, the pod masquerade of the bridge (its nat
+// chain and jumps) is removed, and so are the empty pod cgroups below /kubette
+// (removeEmptyPodCgroups).
 func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 	var errs []error
 	if err := network.RemoveMasquerade(ctx, bridge); err != nil {
@@ -53,7 +54,79 @@ func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 	if err := removeOrphanWritables(dir); err != nil {
 		errs = append(errs, err)
 	}
+	if err := removeEmptyPodCgroups(cgroupRoot); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// cgroupRoot is where the cgroup v1 hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// removeEmptyPodCgroups removes, in every cgroup hierarchy below root, the pod cgroups below
+// kubette/ that hold no cgroup of their own, then kubette/ itself if it is left empty. The
+// runtime removes a sandbox's pod cgroup when it removes the sandbox; these are the ones a
+// cluster stopped without `kubette down` (and its data dir then deleted) left behind, which
+// every later cgroup creation under /kubette pays for (cpuset checks its siblings). A cgroup
+// that still has processes or child cgroups (another cluster's running pod) is refused by
+// the kernel and stays: only unexpected errors are returned.
+func removeEmptyPodCgroups(root string) error {
+	hierarchies, err := os.ReadDir(root)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("sweep pod cgroups: %w", err)
+	}
+	var errs []error
+	for _, h := range hierarchies {
+		parent := filepath.Join(root, h.Name(), "kubette")
+		pods, err := os.ReadDir(parent)
+		if err != nil {
+			continue // not a hierarchy, or no kubette cgroup in it
+		}
+		for _, pod := range pods {
+			if !pod.IsDir() {
+				continue
+			}
+			dir := filepath.Join(parent, pod.Name())
+			if hasSubdir(dir) {
+				continue
+			}
+			if err := removeCgroup(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := removeCgroup(parent); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroup removes a cgroup directory; one in use (processes or child cgroups: EBUSY,
+// ENOTEMPTY) or already gone is not an error.
+func removeCgroup(dir string) error {
+	err := unix.Rmdir(dir)
+	if err == nil || errors.Is(err, unix.EBUSY) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("remove cgroup %s: %w", dir, err)
+}
+
+// hasSubdir reports whether dir has a subdirectory (a child cgroup); an unreadable dir counts
+// as having one, so that it is left alone.
+func hasSubdir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // removeOrphanWritables removes dir/writable/<id> (a container's writable layer) when

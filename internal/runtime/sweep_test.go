@@ -105,3 +105,85 @@ func TestRemoveOrphanWritables(t *testing.T) {
 		t.Errorf("no writable directory: %v", err)
 	}
 }
+
+func TestRemoveEmptyPodCgroupsOnPlainDirs(t *testing.T) {
+	root := t.TempDir()
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("memory/kubette/pod-empty")
+	mk("memory/kubette/pod-running/ctr")
+	mk("cpu/kubette/pod-empty")
+	mk("pids/other/pod-x") // not kubette's
+	mk("blkio")            // a hierarchy without kubette
+	if err := os.WriteFile(filepath.Join(root, "cgroup.procs"), nil, 0o644); err != nil {
+		t.Fatal(err) // a file beside the hierarchies is skipped
+	}
+	if err := removeEmptyPodCgroups(root); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		"memory/kubette/pod-empty":       false,
+		"memory/kubette/pod-running/ctr": true,
+		"memory/kubette":                 true,
+		"cpu/kubette/pod-empty":          false,
+		"cpu/kubette":                    false, // left empty: removed too
+		"pids/other/pod-x":               true,
+		"blkio":                          true,
+	} {
+		if _, err := os.Stat(filepath.Join(root, p)); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", p, err == nil, want)
+		}
+	}
+	if err := removeEmptyPodCgroups(filepath.Join(root, "missing")); err != nil {
+		t.Errorf("a missing cgroup root: %v", err)
+	}
+}
+
+// TestRemoveEmptyPodCgroupsOnCgroupfs runs the sweep over a named cgroup v1 hierarchy of its
+// own (not the machine's, where other tests' clusters have pods): an empty pod cgroup goes,
+// one with a process or a child cgroup stays.
+func TestRemoveEmptyPodCgroupsOnCgroupfs(t *testing.T) {
+	needs.Root(t)
+	root := t.TempDir()
+	h := filepath.Join(root, "test")
+	if err := os.Mkdir(h, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("kubette-sweep-%d", os.Getpid())
+	if out, err := exec.Command("mount", "-t", "cgroup", "-o", "none,name="+name, "cgroup", h).CombinedOutput(); err != nil {
+		t.Fatalf("mount a named cgroup v1 hierarchy: %v: %s", err, out)
+	}
+	sleep := exec.Command("sleep", "60")
+	t.Cleanup(func() {
+		if sleep.Process != nil {
+			_ = sleep.Process.Kill()
+			_ = sleep.Wait()
+		}
+		for _, d := range []string{"kubette/pod-child/ctr", "kubette/pod-child", "kubette/pod-busy", "kubette/pod-empty", "kubette"} {
+			_ = os.Remove(filepath.Join(h, d))
+		}
+		_ = exec.Command("umount", h).Run()
+	})
+	for _, d := range []string{"kubette/pod-empty", "kubette/pod-busy", "kubette/pod-child/ctr"} {
+		if err := os.MkdirAll(filepath.Join(h, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h, "kubette/pod-busy/cgroup.procs"), []byte(fmt.Sprint(sleep.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeEmptyPodCgroups(root); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]bool{"kubette/pod-empty": false, "kubette/pod-busy": true, "kubette/pod-child/ctr": true, "kubette": true} {
+		if _, err := os.Stat(filepath.Join(h, d)); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", d, err == nil, want)
+		}
+	}
+}

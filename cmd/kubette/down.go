@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubette/kubette/internal/kubelet/volume"
 	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/proxy/nftables"
 	"github.com/kubette/kubette/internal/runtime"
@@ -19,13 +21,17 @@ func newDown() *cobra.Command {
 		Short: "Stop and remove every container, sandbox, mount and pod network device kubette made on this machine",
 		Long: `Stop and remove everything the node left behind: 'kubette up' leaves pods running when it stops
 (the next 'up' adopts them); 'kubette down' stops every container of DATA_DIR, unmounts their root
-filesystems, removes their network namespaces, veths and rules, deletes the bridge, and removes the
-service proxy's iptables chains and nftables table. Stop 'up'
+filesystems and the pods' tmpfs volumes, removes their network namespaces, veths and rules, deletes
+the bridge, and removes the service proxy's iptables chains and nftables table. Stop 'up'
 first, or its kubelet starts the pods again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			if err := runtime.Down(cmd.Context(), cfg); err != nil {
+				return fmt.Errorf("down: %w", err)
+			}
+			// The pods' tmpfs volumes (secrets, projected, memory emptyDirs), once no container uses them.
+			if err := volume.New(volume.Config{RootDir: filepath.Join(cfg.DataDir, "kubelet")}).TearDownAll(cmd.Context()); err != nil {
 				return fmt.Errorf("down: %w", err)
 			}
 			if err := proxy.Cleanup(cmd.Context(), proxy.ExecRunner{}); err != nil {

@@ -231,6 +231,26 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	return nil
 }
 
+// TearDownAll tears down every pod's volumes below RootDir/pods (TearDown of each), for
+// `kubette down`: the pods' memory-backed volumes (secrets, projected, emptyDir with medium
+// Memory) are tmpfs mounts that outlive the kubelet. A missing pods directory is not an error.
+func (m *Manager) TearDownAll(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(m.root, "pods"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tear down pod volumes: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if err := m.TearDown(ctx, types.UID(e.Name())); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // fsGroup returns the pod's fsGroup, or nil.
 func fsGroup(pod *v1.Pod) *int64 {
 	if pod.Spec.SecurityContext == nil {

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubette/kubette/internal/testenv/needs"
@@ -216,5 +217,35 @@ func TestSecretVolumesOnTmpfs(t *testing.T) {
 	}
 	if mps, _ := mountPointsUnder(root); len(mps) != 0 {
 		t.Fatalf("mounts left: %v", mps)
+	}
+}
+
+func TestTearDownAllUnmountsEveryPod(t *testing.T) {
+	needs.Root(t)
+	ctx := context.Background()
+	m, _, root := newManager(t)
+	mountCleanup(t, root)
+	for _, uid := range []string{"uid-1", "uid-2"} {
+		pod := testPod(v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
+		pod.UID = types.UID(uid)
+		if err := m.Setup(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mps, err := mountPointsUnder(root); err != nil || len(mps) != 2 {
+		t.Fatalf("mounts before = %q, %v; want two tmpfs mounts", mps, err)
+	}
+	if err := m.TearDownAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if mps, err := mountPointsUnder(root); err != nil || len(mps) != 0 {
+		t.Errorf("mounts after = %q, %v; want none", mps, err)
+	}
+	if entries, err := os.ReadDir(filepath.Join(root, "pods")); err != nil || len(entries) != 0 {
+		t.Errorf("pods dir after = %v, %v; want empty", entries, err)
+	}
+	// Nothing to tear down is not an error.
+	if err := New(Config{RootDir: t.TempDir()}).TearDownAll(ctx); err != nil {
+		t.Errorf("empty root: %v", err)
 	}
 }

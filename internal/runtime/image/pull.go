@@ -2,10 +2,12 @@ package image
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -22,9 +24,13 @@ type PullOptions struct {
 	// Auth are the registry credentials; nil pulls anonymously. Bearer-token registries
 	// are handled by the token exchange of go-containerregistry's transport.
 	Auth *Auth
-	// Insecure reports whether a registry ("host[:port]") may be reached over plain HTTP.
-	// Registries on localhost or a loopback address always may (HTTPS is tried first),
-	// as containerd does for localhost.
+	// Insecure reports whether a registry ("host[:port]", "docker.io" for Docker Hub) is
+	// insecure (Registries.Match): the pull then tries HTTPS and plain HTTP at once
+	// (go-containerregistry's name.Insecure) and takes the first that answers, and the
+	// registry's HTTPS certificate is not verified. Only requests to the registry's own
+	// host skip verification: a token service or a blob redirect elsewhere is verified.
+	// Registries on localhost or a loopback address may always use plain HTTP, as
+	// containerd lets localhost do; their certificates are verified unless Insecure says so.
 	Insecure func(registry string) bool
 }
 
@@ -55,7 +61,8 @@ func (s *Store) pull(ctx context.Context, r reference, opts PullOptions) (Image,
 		return Image{}, err
 	}
 	defer release()
-	insecure := isLocalhost(r.registry) || (opts.Insecure != nil && opts.Insecure(r.registry))
+	skipVerify := opts.Insecure != nil && opts.Insecure(r.registry)
+	insecure := skipVerify || isLocalhost(r.registry)
 	var nameOpts []name.Option
 	if insecure {
 		nameOpts = append(nameOpts, name.Insecure)
@@ -69,11 +76,16 @@ func (s *Store) pull(ctx context.Context, r reference, opts PullOptions) (Image,
 		auth = authn.FromConfig(authn.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth,
 			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken})
 	}
-	base := remote.DefaultTransport.(*http.Transport).Clone()
+	guard := httpGuard{base: remote.DefaultTransport.(*http.Transport).Clone(), allowHTTP: insecure}
+	if skipVerify {
+		guard.unverified = remote.DefaultTransport.(*http.Transport).Clone()
+		guard.unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the registry is configured as insecure
+		guard.registryHost = gref.Context().RegistryStr()
+	}
 	desc, err := remote.Get(gref,
 		remote.WithContext(ctx),
 		remote.WithAuth(auth),
-		remote.WithTransport(httpGuard{base: base, allowHTTP: insecure}),
+		remote.WithTransport(guard),
 		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
 	)
 	if err != nil {
@@ -103,15 +115,21 @@ func notFound(err error) error {
 }
 
 // httpGuard refuses plain-HTTP requests to registries that are not insecure:
-// go-containerregistry by itself also falls back to HTTP for private addresses.
+// go-containerregistry by itself also falls back to HTTP for private addresses. When
+// unverified is set, HTTPS requests to registryHost go through it (no certificate check).
 type httpGuard struct {
-	base      http.RoundTripper
-	allowHTTP bool
+	base         http.RoundTripper
+	allowHTTP    bool
+	unverified   *http.Transport
+	registryHost string
 }
 
 func (g httpGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme == "http" && !g.allowHTTP {
 		return nil, fmt.Errorf("refusing plain HTTP to %s: the registry is not configured as insecure", req.URL.Host)
+	}
+	if g.unverified != nil && req.URL.Scheme == "https" && strings.EqualFold(req.URL.Host, g.registryHost) {
+		return g.unverified.RoundTrip(req)
 	}
 	return g.base.RoundTrip(req)
 }

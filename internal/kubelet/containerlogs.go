@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,8 +17,9 @@ import (
 // logLookupTimeout bounds the CRI calls made to find a log file.
 const logLookupTimeout = 5 * time.Second
 
-// ContainerLogs returns the CRI log file of a container of a pod on this node: the current
-// attempt's, or with previous the attempt before it. It implements server.LogLocator.
+// ContainerLogs returns the CRI log file of a container of a pod on this node: the newest
+// attempt's, or with previous the last terminated one's (previousAttempt). It implements
+// server.LogLocator.
 func (k *Kubelet) ContainerLogs(namespace, name, container string, previous bool) (string, error) {
 	pod, err := k.podByName(namespace, name)
 	if err != nil {
@@ -29,10 +31,10 @@ func (k *Kubelet) ContainerLogs(namespace, name, container string, previous bool
 	}
 	var c *runtimeapi.Container
 	switch {
-	case previous && len(attempts) < 2:
-		return "", fmt.Errorf("container %q in pod %q: %w", container, name, server.ErrNoPreviousContainer)
 	case previous:
-		c = attempts[1]
+		if c = previousAttempt(pod, container, attempts); c == nil {
+			return "", fmt.Errorf("container %q in pod %q: %w", container, name, server.ErrNoPreviousContainer)
+		}
 	case len(attempts) == 0:
 		reason := "ContainerCreating"
 		if st := containerStatusByName(pod, container); st != nil && st.State.Waiting != nil && st.State.Waiting.Reason != "" {
@@ -112,6 +114,32 @@ func (k *Kubelet) containerAttempts(pod *v1.Pod, container string) ([]*runtimeap
 		return 0
 	})
 	return list, nil
+}
+
+// previousAttempt picks the attempt `kubectl logs --previous` shows, as upstream: the one the
+// pod's status names as the container's last termination. While a crashed container waits
+// out its back-off that is the newest attempt (its status is Waiting, its last termination
+// the crash), not the one before it. When the status names none, or one the runtime no longer
+// has (the status may lag the runtime by a sync), the attempt before the newest. nil: there is
+// no previous attempt.
+func previousAttempt(pod *v1.Pod, container string, attempts []*runtimeapi.Container) *runtimeapi.Container {
+	if st := containerStatusByName(pod, container); st != nil && st.LastTerminationState.Terminated != nil {
+		if id := st.LastTerminationState.Terminated.ContainerID; id != "" {
+			_, bare, ok := strings.Cut(id, "://")
+			if !ok {
+				bare = id
+			}
+			for _, a := range attempts {
+				if a.Id == bare {
+					return a
+				}
+			}
+		}
+	}
+	if len(attempts) < 2 {
+		return nil
+	}
+	return attempts[1]
 }
 
 // podHasContainer reports whether pod declares a container (init, app or ephemeral) named name.

@@ -84,7 +84,7 @@ func TestContainerLogsPicksAttempts(t *testing.T) {
 				{id: "a2", container: "c", n: 2, createdAt: 30, state: exited, logPath: "c/2.log"},
 			}, container: "c", current: "c/2.log", prev: "c/2.log"},
 		{name: "first crash, back-off: its only attempt is the previous", statuses: []v1.ContainerStatus{lastTerminated("c", "a0", true)},
-			attempts: []attempt{{id: "a0", container: "c", n: 0, createdAt: 10, state: exited, logPath: "c/0.log"}},
+			attempts:  []attempt{{id: "a0", container: "c", n: 0, createdAt: 10, state: exited, logPath: "c/0.log"}},
 			container: "c", current: "c/0.log", prev: "c/0.log"},
 		{name: "status names a removed container: the attempt before the newest", statuses: []v1.ContainerStatus{lastTerminated("c", "gone", false)},
 			attempts: three, container: "c", current: "c/2.log", prev: "c/1.log"},

@@ -60,6 +60,10 @@ type Config struct {
 	// Local, when set, is given an in-process connection to the CRI server once it is open
 	// (for `kubette up`'s kubelet); the socket is served either way.
 	Local *Local
+	// InsecureRegistries are the registries pulls may reach over plain HTTP and whose HTTPS
+	// certificates they do not verify: "host", "host:port", "[v6]:port" or a CIDR
+	// (image.Registries). Run fails on a malformed entry.
+	InsecureRegistries []string
 }
 
 // SocketPath is the CRI endpoint of a data directory.
@@ -72,6 +76,9 @@ func SocketPath(dataDir string) string { return filepath.Join(dataDir, "cri.sock
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Local != nil {
 		defer cfg.Local.stopped()
+	}
+	if _, err := image.ParseRegistries(cfg.InsecureRegistries); err != nil {
+		return fmt.Errorf("runtime: %w", err) // before anything is mounted
 	}
 	var rec *steps.Recorder
 	if cfg.Client != nil {
@@ -178,6 +185,10 @@ func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Record
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	insecure, err := image.ParseRegistries(cfg.InsecureRegistries)
+	if err != nil {
+		return parts{}, fmt.Errorf("runtime: %w", err)
+	}
 	if cfg.Version == "" {
 		cfg.Version = "unknown"
 		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
@@ -237,7 +248,7 @@ func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Record
 			return oci.Spec(in)
 		},
 		Version: cfg.Version, Runc: cfg.Runc, RuncRoot: runcRoot, Logger: cfg.Logger,
-		Streaming: streamCfg,
+		Streaming: streamCfg, InsecureRegistries: insecure,
 	})
 	if err != nil {
 		if stream != nil {

@@ -77,13 +77,18 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 	return resp, nil
 }
 
-// PullImage pulls an image with the request's credentials; the registry's error text is kept.
+// PullImage pulls an image with the request's credentials, over plain HTTP or without
+// verifying certificates when its registry is in Config.InsecureRegistries; the registry's
+// error text is kept.
 func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "pull: no image given")
 	}
 	var opts PullOptions
+	if s.cfg.InsecureRegistries.Len() > 0 {
+		opts.Insecure = s.cfg.InsecureRegistries.Match
+	}
 	if a := req.GetAuth(); a != nil {
 		opts.Auth = &Auth{Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
 			IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken()}

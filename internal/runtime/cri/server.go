@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/runtime/image"
 )
 
 // Config configures a Server.
@@ -60,6 +62,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Steps is told what each of a pod's runtime steps did (nil: nobody; see Steps).
 	Steps Steps
+	// InsecureRegistries are the registries PullImage may reach over plain HTTP and whose
+	// HTTPS certificates it does not verify (image.PullOptions.Insecure); zero: none.
+	InsecureRegistries image.Registries
 }
 
 // Server implements runtimeapi.RuntimeServiceServer and runtimeapi.ImageServiceServer.

@@ -48,9 +48,16 @@ func unixNano(t time.Time) int64 {
 func (s *Server) refresh(ctx context.Context, c *container) observed {
 	s.mu.Lock()
 	final, id, live := c.meta.Final, c.meta.ID, c.live
+	unborn := !c.meta.Started || c.starting
 	s.mu.Unlock()
 	if final != nil {
 		return observedFinal(final)
+	}
+	if unborn {
+		// CreateContainer only prepares the bundle: the low-level runtime knows the container
+		// once StartContainer has created it (runc create), and StartContainer holds it
+		// CREATED while it does.
+		return observed{state: runtimeapi.ContainerState_CONTAINER_CREATED}
 	}
 	if live.pid > 0 {
 		if start, ok := procStart(s.cfg.ProcRoot, live.pid); ok && start == live.start {
@@ -139,7 +146,10 @@ func observedFinal(f *finalStatus) observed {
 		exitCode: f.ExitCode, reason: f.Reason, message: f.Message}
 }
 
-// CreateContainer mounts the image's rootfs, writes the OCI bundle and creates the container.
+// CreateContainer mounts the image's rootfs, writes the OCI bundle and records the container,
+// CREATED. As containerd's CRI plugin, it does not create it in the low-level runtime:
+// StartContainer does (runc create), so that a process runc cannot start (a command not
+// found) fails StartContainer and ends the container as StartError.
 func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (_ *runtimeapi.CreateContainerResponse, retErr error) {
 	cfg, sbCfg := req.GetConfig(), req.GetSandboxConfig()
 	if cfg.GetMetadata() == nil || cfg.GetImage().GetImage() == "" {
@@ -266,16 +276,6 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		u := spec.Process.User
 		c.meta.User = processUser{UID: u.UID, GID: u.GID, Gids: u.AdditionalGids}
 	}
-	runtimeLog := logPath
-	if runtimeLog == "" {
-		runtimeLog = os.DevNull // the kubelet asked for no log: the output goes nowhere
-	}
-	runcStart := time.Now()
-	if err := s.cfg.Containers.Create(ctx, id, bundle, runtimeLog); err != nil {
-		return nil, fmt.Errorf("failed to create container %s (%q): %w", id, cfg.GetMetadata().GetName(), err)
-	}
-	s.noteContainer(steps.ContainerCreated, c, runcStart, nil)
-	undo = append(undo, func(ctx context.Context) error { return s.cfg.Containers.Delete(ctx, id) })
 	if err := s.saveContainer(c.meta); err != nil {
 		return nil, err
 	}
@@ -344,7 +344,16 @@ func writeSpec(path string, spec *specs.Spec) error {
 	return nil
 }
 
-// StartContainer starts a created container.
+// The status of a container that StartContainer could not start, as containerd's CRI plugin
+// (and Docker) report it.
+const (
+	startErrorReason   = "StartError"
+	startErrorExitCode = 128
+)
+
+// StartContainer creates a created container in the low-level runtime (the shim and `runc
+// create`) and starts it. When either fails, the container ends EXITED with exit code 128,
+// reason StartError and the runtime's message, and the error is returned.
 func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	c, err := s.findContainer(req.GetContainerId())
 	if err != nil {
@@ -352,9 +361,8 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	}
 	c.op.Lock()
 	defer c.op.Unlock()
-	// A container never started and not known to have ended is created as far as the server
-	// knows: asking runc first would cost a `runc state` on every pod's start path. Should
-	// its init have died meanwhile, the start fails and the container ends as StartError.
+	// A container never started and not known to have ended is CREATED: the low-level runtime
+	// does not know it yet.
 	s.mu.Lock()
 	fresh := !c.meta.Started && c.meta.Final == nil
 	s.mu.Unlock()
@@ -363,20 +371,113 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is %s, not created", c.meta.ID, o.state)
 	}
 	s.mu.Lock()
-	c.meta.Started = true
+	c.meta.Started, c.starting = true, true
 	m := c.meta
+	sb, ok := s.sandboxes[m.SandboxID]
+	ready := ok && sb.meta.Ready
 	s.mu.Unlock()
 	if err := s.persistContainer(c); err != nil {
+		s.mu.Lock()
+		c.meta.Started, c.starting = false, false
+		s.mu.Unlock()
 		return nil, err
 	}
+	if !ready {
+		s.mu.Lock()
+		c.starting = false
+		s.mu.Unlock()
+		return nil, s.startFailed(c, fmt.Errorf("pod sandbox %s is not ready", m.SandboxID))
+	}
+	runtimeLog := m.LogPath
+	if runtimeLog == "" {
+		runtimeLog = os.DevNull // the kubelet asked for no log: the output goes nowhere
+	}
 	runcStart := time.Now()
+	err = s.cfg.Containers.Create(ctx, m.ID, filepath.Join(s.containerDir(m.ID), "bundle"), runtimeLog)
+	s.mu.Lock()
+	c.starting = false
+	s.mu.Unlock()
+	if err != nil {
+		// Whatever runc may have left of it goes now; RemoveContainer deletes again.
+		cctx, cancel := cleanupContext(ctx)
+		if derr := s.cfg.Containers.Delete(cctx, m.ID); derr != nil {
+			s.log.Warn("cleanup after a failed runc create", "id", m.ID, "err", derr)
+		}
+		cancel()
+		return nil, s.startFailed(c, err)
+	}
+	s.noteContainer(steps.ContainerCreated, c, runcStart, nil)
+	runcStart = time.Now()
 	if err := s.cfg.Containers.Start(ctx, m.ID); err != nil {
-		now := time.Now().UnixNano()
-		s.setFinal(c, &finalStatus{ExitCode: 128, StartedAt: now, FinishedAt: now, Reason: "StartError", Message: err.Error()})
-		return nil, fmt.Errorf("failed to start container %s: %w", m.ID, err)
+		return nil, s.startFailed(c, err)
 	}
 	s.noteContainer(steps.ContainerStarted, c, runcStart, func(st *Step) { st.Pid = s.initPid(ctx, m.ID) })
 	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+// startFailed ends c, which StartContainer could not start because of cause, as StartError
+// and returns StartContainer's error.
+func (s *Server) startFailed(c *container, cause error) error {
+	now := time.Now().UnixNano()
+	s.setFinal(c, &finalStatus{ExitCode: startErrorExitCode, StartedAt: now, FinishedAt: now, Reason: startErrorReason, Message: cause.Error()})
+	return fmt.Errorf("failed to start container %s: %w", c.meta.ID, cause)
+}
+
+// unborn tells whether c is CREATED and not yet created in the low-level runtime.
+func (s *Server) unborn(c *container) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !c.meta.Started && c.meta.Final == nil
+}
+
+// updateBundleResources sets in the OCI spec at path the cgroup limits that `runc update`
+// would set (updateArgs), for a container that runc does not know yet.
+func updateBundleResources(path string, r *runtimeapi.LinuxContainerResources) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read OCI spec: %w", err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return fmt.Errorf("decode OCI spec %s: %w", path, err)
+	}
+	if spec.Linux == nil {
+		spec.Linux = &specs.Linux{}
+	}
+	if spec.Linux.Resources == nil {
+		spec.Linux.Resources = &specs.LinuxResources{}
+	}
+	res := spec.Linux.Resources
+	u64 := func(v int64) *uint64 { u := uint64(v); return &u }
+	i64 := func(v int64) *int64 { return &v }
+	if r.GetCpuPeriod() > 0 || r.GetCpuQuota() > 0 || r.GetCpuShares() > 0 || r.GetCpusetCpus() != "" || r.GetCpusetMems() != "" {
+		if res.CPU == nil {
+			res.CPU = &specs.LinuxCPU{}
+		}
+		if v := r.GetCpuPeriod(); v > 0 {
+			res.CPU.Period = u64(v)
+		}
+		if v := r.GetCpuQuota(); v > 0 {
+			res.CPU.Quota = i64(v)
+		}
+		if v := r.GetCpuShares(); v > 0 {
+			res.CPU.Shares = u64(v)
+		}
+		if v := r.GetCpusetCpus(); v != "" {
+			res.CPU.Cpus = v
+		}
+		if v := r.GetCpusetMems(); v != "" {
+			res.CPU.Mems = v
+		}
+	}
+	if v := r.GetMemoryLimitInBytes(); v > 0 {
+		if res.Memory == nil {
+			res.Memory = &specs.LinuxMemory{}
+		}
+		// memory+swap at least as large as memory, as updateArgs.
+		res.Memory.Limit, res.Memory.Swap = i64(v), i64(max(v, r.GetMemorySwapLimitInBytes()))
+	}
+	return writeSpec(path, &spec)
 }
 
 // parseSignal turns "SIGQUIT", "QUIT" or "3" into a signal; "" is SIGTERM.
@@ -431,9 +532,14 @@ func (s *Server) stopContainer(ctx context.Context, c *container, timeout time.D
 	s.mu.Lock()
 	id, sigName, started := c.meta.ID, c.meta.StopSignal, c.meta.Started
 	s.mu.Unlock()
-	if !started && o.state == runtimeapi.ContainerState_CONTAINER_CREATED {
-		// Never started: nothing to signal gracefully; the process waits on runc's fifo.
-		timeout = 0
+	if !started {
+		// Never started: the low-level runtime does not know it, there is nothing to signal.
+		// It ends as a SIGKILL would have ended it (the kubelet waits for a CREATED container
+		// to stop as for a running one).
+		now := time.Now().UnixNano()
+		s.setFinal(c, &finalStatus{ExitCode: 128 + int32(syscall.SIGKILL), FinishedAt: now, Reason: "Error",
+			Message: "stopped before it was started"})
+		return nil
 	}
 	if timeout > 0 {
 		sig, err := parseSignal(sigName)
@@ -508,17 +614,19 @@ func (s *Server) removeContainer(ctx context.Context, c *container) error {
 	c.op.Lock()
 	defer c.op.Unlock()
 	s.mu.Lock()
-	id := c.meta.ID
+	id, started := c.meta.ID, c.meta.Started
 	_, present := s.ctrs[id]
 	s.mu.Unlock()
 	if !present {
 		return nil
 	}
-	runcStart := time.Now()
-	if err := s.cfg.Containers.Delete(ctx, id); err != nil {
-		return fmt.Errorf("failed to delete container %s: %w", id, err)
+	if started { // a container never started is not known to the low-level runtime
+		runcStart := time.Now()
+		if err := s.cfg.Containers.Delete(ctx, id); err != nil {
+			return fmt.Errorf("failed to delete container %s: %w", id, err)
+		}
+		s.noteContainer(steps.ContainerDeleted, c, runcStart, nil)
 	}
-	s.noteContainer(steps.ContainerDeleted, c, runcStart, nil)
 	dir := s.containerDir(id)
 	if err := s.cfg.Images.Unmount(dir); err != nil {
 		return fmt.Errorf("failed to unmount the rootfs of container %s: %w", id, err)

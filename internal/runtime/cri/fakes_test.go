@@ -120,14 +120,17 @@ type fakeProc struct {
 
 // fakeContainers is an in-memory low-level runtime. Signals in ignore do not stop a container.
 type fakeContainers struct {
-	mu       sync.Mutex
-	procs    map[string]*fakeProc
-	ignore   map[syscall.Signal]bool
-	startErr error
-	starts   int
-	logs     map[string]string // id → log path
-	reopened []string
-	states   int // State calls
+	mu        sync.Mutex
+	procs     map[string]*fakeProc
+	ignore    map[syscall.Signal]bool
+	startErr  error
+	createErr error // Create fails with it (runc create of a command not found)
+	creates   int
+	deletes   int
+	starts    int
+	logs      map[string]string // id → log path
+	reopened  []string
+	states    int // State calls
 }
 
 func newFakeContainers() *fakeContainers {
@@ -140,6 +143,10 @@ func (f *fakeContainers) Create(_ context.Context, id, bundle, logPath string) e
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.creates++
+	if f.createErr != nil {
+		return f.createErr
+	}
 	if _, ok := f.procs[id]; ok {
 		return errors.New("exists")
 	}
@@ -194,6 +201,7 @@ func (f *fakeContainers) Kill(_ context.Context, id string, sig syscall.Signal) 
 func (f *fakeContainers) Delete(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deletes++
 	delete(f.procs, id)
 	return nil
 }

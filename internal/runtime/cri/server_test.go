@@ -332,17 +332,18 @@ func TestContainerLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "writable", id, "upper")); err != nil {
 		t.Errorf("no writable layer: %v", err)
 	}
-	if got, want := e.ctrs.logs[id], filepath.Join(sbCfg.LogDirectory, "app", "0.log"); got != want {
-		t.Errorf("log path = %q, want %q", got, want)
-	}
-	if _, err := os.Stat(filepath.Dir(e.ctrs.logs[id])); err != nil {
+	wantLog := filepath.Join(sbCfg.LogDirectory, "app", "0.log")
+	if _, err := os.Stat(filepath.Dir(wantLog)); err != nil {
 		t.Errorf("log directory not created: %v", err)
+	}
+	if e.ctrs.creates != 0 {
+		t.Errorf("CreateContainer created the container in the low-level runtime (%d creates): StartContainer does", e.ctrs.creates)
 	}
 
 	st := e.status(id)
 	if st.State != runtimeapi.ContainerState_CONTAINER_CREATED || st.CreatedAt == 0 || st.StartedAt != 0 ||
 		st.Image.Image != "localhost:5000/busybox:latest" || st.ImageRef != busyboxImage.RepoDigests[0] || st.ImageId != busyboxImage.ID ||
-		st.Labels["l"] != "v" || len(st.Mounts) != 1 || st.LogPath != e.ctrs.logs[id] || st.Metadata.Name != "app" ||
+		st.Labels["l"] != "v" || len(st.Mounts) != 1 || st.LogPath != wantLog || st.Metadata.Name != "app" ||
 		st.StopSignal != runtimeapi.Signal_SIGNAL_SIGQUIT {
 		t.Errorf("created status = %v", st)
 	}
@@ -352,6 +353,9 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 
 	e.start(id)
+	if got := e.ctrs.logs[id]; got != wantLog {
+		t.Errorf("log path = %q, want %q", got, wantLog)
+	}
 	verbose, err := e.srv.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
 	if err != nil {
 		t.Fatal(err)
@@ -452,6 +456,115 @@ func TestStartError(t *testing.T) {
 	}
 	st := e.status(id)
 	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != "StartError" || st.ExitCode != 128 || !strings.Contains(st.Message, "nope") {
+		t.Errorf("status = %v", st)
+	}
+}
+
+// TestCreateFailureIsAStartError: runc create runs in StartContainer; when it fails (a
+// command not found) the container ends as containerd's CRI plugin ends it: EXITED, 128,
+// StartError with runc's message, and StartContainer returns the error.
+func TestCreateFailureIsAStartError(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	e.ctrs.createErr = errors.New(`runc create failed: unable to start container process: exec: "nope": executable file not found in $PATH`)
+	id := e.createContainer(sb, sbCfg, "app", nil)
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		t.Fatalf("after CreateContainer: %v", st)
+	}
+	deletes := e.ctrs.deletes
+	_, err := e.srv.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	if err == nil || !strings.Contains(err.Error(), `exec: "nope": executable file not found`) {
+		t.Fatalf("StartContainer: %v", err)
+	}
+	if e.ctrs.starts != 0 || e.ctrs.deletes != deletes+1 {
+		t.Errorf("after a failed create: %d starts, %d deletes, want none and the cleanup's one", e.ctrs.starts, e.ctrs.deletes-deletes)
+	}
+	check := func(when string) {
+		t.Helper()
+		st := e.status(id)
+		if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != "StartError" || st.ExitCode != 128 ||
+			!strings.Contains(st.Message, `exec: "nope"`) || st.FinishedAt == 0 {
+			t.Errorf("%s: status = %v", when, st)
+		}
+	}
+	check("after StartContainer")
+	_, err = e.srv.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	wantCode(t, err, codes.FailedPrecondition)
+	e.restart()
+	check("after a restart")
+	if _, err := e.srv.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, "containers", id)); !os.IsNotExist(err) {
+		t.Errorf("container directory still there: %v", err)
+	}
+}
+
+// TestNeverStartedContainer: a container CreateContainer made is not in the low-level
+// runtime: its status, list, stop and removal ask nothing of it, and a restart keeps it
+// CREATED and startable.
+func TestNeverStartedContainer(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	id := e.createContainer(sb, sbCfg, "app", nil)
+	stopped := e.createContainer(sb, sbCfg, "stopped", nil)
+	states := e.ctrs.stateCalls()
+	resp, err := e.srv.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_CREATED}}})
+	if err != nil || len(resp.Containers) != 2 {
+		t.Fatalf("created containers: %v, %v", resp, err)
+	}
+	if e.status(id).State != runtimeapi.ContainerState_CONTAINER_CREATED || e.ctrs.stateCalls() != states {
+		t.Errorf("status asked the runtime %d times", e.ctrs.stateCalls()-states)
+	}
+	if _, err := e.srv.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: stopped, Timeout: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.status(stopped); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 || st.FinishedAt == 0 {
+		t.Errorf("stopped before a start: %v", st)
+	}
+	_, err = e.srv.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: stopped})
+	wantCode(t, err, codes.FailedPrecondition)
+	deletes := e.ctrs.deletes
+	if _, err := e.srv.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: stopped}); err != nil {
+		t.Fatal(err)
+	}
+	if e.ctrs.deletes != deletes || e.ctrs.creates != 0 {
+		t.Errorf("stop and removal of a container never started: %d deletes, %d creates", e.ctrs.deletes-deletes, e.ctrs.creates)
+	}
+
+	// up restarts: the created container is still CREATED (what runc may hold of it is
+	// deleted: an older kubette created it there) and starts.
+	if err := e.ctrs.Create(ctx, id, filepath.Join(e.cfg.Dir, "containers", id, "bundle"), os.DevNull); err != nil {
+		t.Fatal(err) // as an older kubette's CreateContainer did
+	}
+	e.restart()
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		t.Errorf("after a restart: %v", st)
+	}
+	e.start(id)
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("started after a restart: %v", st)
+	}
+}
+
+// TestStartInAStoppedSandbox: a created container of a sandbox that was stopped meanwhile does
+// not start; it ends as StartError (containerd's check of the sandbox's state).
+func TestStartInAStoppedSandbox(t *testing.T) {
+	e := newEnv(t)
+	sb, sbCfg := e.runSandbox("pod", nil)
+	id := e.createContainer(sb, sbCfg, "app", nil)
+	e.srv.mu.Lock()
+	e.srv.sandboxes[sb].meta.Ready = false // as StopPodSandbox between the kubelet's two calls
+	e.srv.mu.Unlock()
+	_, err := e.srv.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	if err == nil || !strings.Contains(err.Error(), "not ready") || e.ctrs.creates != 0 {
+		t.Fatalf("StartContainer: %v (%d creates)", err, e.ctrs.creates)
+	}
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != "StartError" {
 		t.Errorf("status = %v", st)
 	}
 }
@@ -764,6 +877,32 @@ func TestUpdateContainerResources(t *testing.T) {
 	}
 	if got := e.status(id).Resources.Linux.MemoryLimitInBytes; got != 64<<20 {
 		t.Errorf("recorded memory limit = %d", got)
+	}
+	// A container not yet started is not in runc: its bundle gets the limits, for runc create.
+	created := e.createContainer(sb, sbCfg, "created", nil)
+	_ = os.Remove(argsFile)
+	if _, err := e.srv.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: created, Linux: res}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(argsFile); !os.IsNotExist(err) {
+		t.Errorf("runc update ran for a container runc does not know: %v", err)
+	}
+	var spec struct {
+		Linux struct {
+			Resources struct {
+				CPU struct {
+					Shares, Period uint64
+					Quota          int64
+				}
+				Memory struct{ Limit, Swap int64 }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(readString(t, filepath.Join(e.cfg.Dir, "containers", created, "bundle", "config.json"))), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if r := spec.Linux.Resources; r.CPU.Shares != 512 || r.CPU.Quota != 50000 || r.CPU.Period != 100000 || r.Memory.Limit != 64<<20 || r.Memory.Swap != 64<<20 {
+		t.Errorf("bundle resources %+v", r)
 	}
 	e.restart()
 	if got := e.status(id).Resources.Linux.CpuShares; got != 512 {

@@ -47,6 +47,12 @@ func TestStepsOfAPod(t *testing.T) {
 	e.restart()
 	sb, sbCfg := e.runSandbox("web", nil)
 	id := e.createContainer(sb, sbCfg, "server", nil)
+	rec.mu.Lock()
+	n := len(rec.steps)
+	rec.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d steps after CreateContainer, want the network's only: runc create is StartContainer's", n)
+	}
 	e.start(id)
 	e.ctrs.ignore[syscall.SIGQUIT] = true // the image's stop signal: SIGKILL follows
 	if _, err := e.srv.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
@@ -81,6 +87,9 @@ func TestStepsOfAPod(t *testing.T) {
 		len(s.Addrs) != 1 || s.Addrs[0].Addr() != s.Gateways[0].Next() {
 		t.Errorf("network step %+v", s)
 	}
+	if created, started := got[1], got[2]; started.End.Add(-started.Took).Before(created.End) {
+		t.Errorf("runc start (ended %v after %v) began before runc create ended (%v)", started.End, started.Took, created.End)
+	}
 	if got[2].Pid != 42 {
 		t.Errorf("started step pid %d, want the runtime's 42", got[2].Pid)
 	}
@@ -97,5 +106,27 @@ func TestStepsOffByDefault(t *testing.T) {
 	e.start(id)
 	if n := e.ctrs.stateCalls() - before; n != 0 {
 		t.Errorf("StartContainer without Steps asked the runtime's state %d times", n)
+	}
+}
+
+// TestStepsOfAContainerNeverStarted: a container removed without a start was never in runc:
+// no step tells of runc.
+func TestStepsOfAContainerNeverStarted(t *testing.T) {
+	e := newEnv(t)
+	rec := &recordedSteps{}
+	e.cfg.Steps = rec
+	e.restart()
+	sb, sbCfg := e.runSandbox("web", nil)
+	id := e.createContainer(sb, sbCfg, "server", nil)
+	if _, err := e.srv.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.steps) != 1 || rec.steps[0].Kind != steps.NetworkReady {
+		t.Errorf("steps %+v, want the network's only", rec.steps)
 	}
 }

@@ -43,6 +43,9 @@ type container struct {
 	meta   containerMeta
 	live   liveInit                    // the init the runtime last reported running; not persisted
 	cfg    *runtimeapi.ContainerConfig // replaced, never mutated, by UpdateContainerResources
+	// starting is set while StartContainer creates the container in the low-level runtime
+	// (meta.Started is already recorded): the container is still CREATED. Not persisted.
+	starting bool
 }
 
 // liveInit identifies a running container's init process.
@@ -191,6 +194,15 @@ func (s *Server) load(ctx context.Context) error {
 		}
 		c := &container{meta: m, cfg: cfg}
 		s.ctrs[m.ID] = c
+		if m.Final == nil && !m.Started {
+			// CREATED, unknown to the low-level runtime until StartContainer creates it. An
+			// older kubette created it there in CreateContainer: delete what it made (the
+			// container stays CREATED and startable).
+			if err := s.cfg.Containers.Delete(ctx, m.ID); err != nil {
+				s.log.Warn("cannot delete a created container's low-level state", "id", m.ID, "err", err)
+			}
+			continue
+		}
 		if m.Final == nil {
 			// Reconcile now: a container that stopped while no server ran becomes EXITED;
 			// one the low-level runtime does not know at all is gone for good.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 
 	"google.golang.org/grpc/codes"
@@ -29,7 +30,12 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 	c.op.Lock()
 	defer c.op.Unlock()
 	o := s.refresh(ctx, c)
-	if o.state == runtimeapi.ContainerState_CONTAINER_CREATED || o.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if s.unborn(c) {
+		// Not in runc yet: StartContainer's runc create applies the bundle's resources.
+		if err := updateBundleResources(filepath.Join(s.containerDir(c.meta.ID), "bundle", "config.json"), r); err != nil {
+			return nil, fmt.Errorf("failed to update the resources of container %s: %w", c.meta.ID, err)
+		}
+	} else if o.state == runtimeapi.ContainerState_CONTAINER_CREATED || o.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		args := append([]string{"--root", s.cfg.RuncRoot, "update"}, updateArgs(r)...)
 		args = append(args, c.meta.ID)
 		if out, err := exec.CommandContext(ctx, s.cfg.Runc, args...).CombinedOutput(); err != nil {

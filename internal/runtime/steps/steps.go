@@ -31,7 +31,8 @@ type Kind int
 const (
 	// NetworkReady is a sandbox's network set up by CNI ADD (RunPodSandbox).
 	NetworkReady Kind = iota
-	// ContainerCreated is `runc create` of a container (CreateContainer).
+	// ContainerCreated is `runc create` of a container (StartContainer, before the start:
+	// CreateContainer only prepares the bundle, as containerd's CRI plugin).
 	ContainerCreated
 	// ContainerStarted is runc's start (StartContainer): through its exec FIFO, or `runc start`.
 	ContainerStarted
@@ -44,7 +45,7 @@ const (
 // kinds gives each Kind its Event reason and the CRI call it answers (the Event's action).
 var kinds = map[Kind]struct{ reason, action string }{
 	NetworkReady:     {ReasonNetworkReady, "RunPodSandbox"},
-	ContainerCreated: {ReasonRuncCreated, "CreateContainer"},
+	ContainerCreated: {ReasonRuncCreated, "StartContainer"},
 	ContainerStarted: {ReasonRuncStarted, "StartContainer"},
 	ContainerStopped: {ReasonRuncStopped, "StopContainer"},
 	ContainerDeleted: {ReasonRuncDeleted, "RemoveContainer"},
@@ -83,7 +84,7 @@ type Step struct {
 // Reason is the Event reason of the step (NetworkReady, RuncCreated, ...).
 func (s Step) Reason() string { return kinds[s.Kind].reason }
 
-// Action is the CRI call the step was part of (RunPodSandbox, CreateContainer, ...): the
+// Action is the CRI call the step was part of (RunPodSandbox, StartContainer, ...): the
 // Event's action.
 func (s Step) Action() string { return kinds[s.Kind].action }
 

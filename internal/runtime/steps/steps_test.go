@@ -45,14 +45,15 @@ func TestRecorderSendsEvents(t *testing.T) {
 	r := New(client, "node-1", nil)
 	end := time.Date(2026, 11, 30, 6, 0, 0, 123456000, time.UTC)
 	r.Record(Step{Kind: NetworkReady, Pod: pod, End: end, Network: "kubette", Plugins: []string{"bridge"}, Interface: "eth0", Took: time.Millisecond})
-	r.Record(Step{Kind: ContainerStarted, Pod: pod, End: end.Add(time.Millisecond), Container: "server", Pid: 7, Took: time.Millisecond})
+	r.Record(Step{Kind: ContainerCreated, Pod: pod, End: end.Add(time.Millisecond), Container: "server", Took: time.Millisecond})
+	r.Record(Step{Kind: ContainerStarted, Pod: pod, End: end.Add(2 * time.Millisecond), Container: "server", Pid: 7, Took: time.Millisecond})
 	r.Record(Step{Kind: ContainerStarted, Container: "crictl"}) // no pod: not reported
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(30 * time.Second)
-	for r.Stats().Sent < 2 {
+	for r.Stats().Sent < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("events not sent: %v", r.Stats())
 		}
@@ -62,8 +63,8 @@ func TestRecorderSendsEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) != 2 {
-		t.Fatalf("got %d Events, want 2", len(list.Items))
+	if len(list.Items) != 3 {
+		t.Fatalf("got %d Events, want 3", len(list.Items))
 	}
 	byReason := map[string]int{}
 	for i, e := range list.Items {
@@ -74,6 +75,10 @@ func TestRecorderSendsEvents(t *testing.T) {
 		e.Regarding.Kind != "Pod" || e.Regarding.Name != "web-1" || e.Regarding.UID != "u-1" || !e.EventTime.Time.Equal(end) ||
 		e.Note != "CNI kubette: bridge → eth0 in 1ms" || e.Name != "web-1.18ecbd381d6c8a00" {
 		t.Errorf("NetworkReady Event = %+v", e)
+	}
+	// runc create is StartContainer's, as containerd's CRI plugin creates the task at start.
+	if s := list.Items[byReason[ReasonRuncCreated]]; s.Action != "StartContainer" || s.Note != "runc create server in 1ms" {
+		t.Errorf("RuncCreated Event = %+v", s)
 	}
 	if s := list.Items[byReason[ReasonRuncStarted]]; s.Action != "StartContainer" || s.Note != "runc start server: pid 7 in 1ms" {
 		t.Errorf("RuncStarted Event = %+v", s)

@@ -53,7 +53,7 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, logDir string, dns *runtimeapi.D
 		Labels:       podLabels(pod),
 		Annotations:  copyMap(pod.Annotations),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			CgroupParent: "/kubette/pod" + string(pod.UID),
+			CgroupParent: podCgroupParent(pod.UID),
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 				NamespaceOptions: namespaceOptions(pod),
 			},

@@ -68,6 +68,11 @@ func (k *Kubelet) removePod(ctx context.Context, rt *podRuntime) error {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.Id, err))
 		}
 	}
+	if len(errs) == 0 {
+		for _, s := range rt.sandboxes {
+			removePodCgroup(cgroupRoot, types.UID(s.GetMetadata().GetUid()))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -76,7 +76,7 @@ CA of a control plane on this machine.`,
 }
 
 // kubeletTLS loads the kubelet's serving certificate and the CA that verifies its clients,
-// issuing the certificate from DATA_DIR/pki when no files are given.
+// issuing the certificate with the cluster's CA in DATA_DIR/pki when no files are given.
 func kubeletTLS(dataDir, nodeName, certFile, keyFile, clientCAFile string) (tls.Certificate, *x509.CertPool, error) {
 	pkiDir := filepath.Join(dataDir, "pki")
 	if clientCAFile == "" {
@@ -97,9 +97,11 @@ func kubeletTLS(dataDir, nodeName, certFile, keyFile, clientCAFile string) (tls.
 		}
 		return cert, pool, nil
 	}
-	ca, err := pki.LoadOrCreateCA(pkiDir, "kubette-ca")
+	// The serving certificate is issued by the cluster's CA, which the API server trusts when it
+	// proxies logs and exec: a CA made here would not be it.
+	ca, err := pki.LoadCA(pkiDir)
 	if err != nil {
-		return tls.Certificate{}, nil, fmt.Errorf("cluster CA: %w", err)
+		return tls.Certificate{}, nil, fmt.Errorf("serving certificate: give --tls-cert-file and --tls-private-key-file, or a DATA_DIR/pki with the cluster's CA (ca.crt, ca.key): %w", err)
 	}
 	var ips []net.IP
 	for _, a := range nodestatus.DefaultAddresses(nodeName) {

@@ -38,6 +38,20 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
+// LoadCA reads dir/ca.crt and dir/ca.key, which must exist (a component that is not the one
+// making the cluster's CA must not make a CA of its own).
+func LoadCA(dir string) (*CA, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("read CA certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return nil, fmt.Errorf("read CA key: %w", err)
+	}
+	return parseCA(certPEM, keyPEM)
+}
+
 // LoadOrCreateCA reads dir/ca.crt and dir/ca.key, creating them on first use.
 func LoadOrCreateCA(dir, commonName string) (*CA, error) {
 	certPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")

@@ -52,8 +52,10 @@ func TestRuntimeCalls(t *testing.T) {
 		ip := []string{"7", "8", "12"}[i]
 		in.Events = append(in.Events,
 			rt(10+i, p, "RunPodSandbox", "NetworkReady", "CNI kubette: bridge+host-local → eth0 10.244.0."+ip+"/24 gw 10.244.0.1 in 3"+ip+"ms"),
-			rt(20+i, p, "CreateContainer", "RuncCreated", "runc create server in 4"+ip+"ms"),
-			Event{Time: at(30 + i), Component: "kubelet/vm", Reason: "Created", Message: "Created container: server", Object: pod(p), Name: "web-" + p + ".created"},
+			// runc create is StartContainer's (CreateContainer only prepares the bundle), after
+			// the kubelet's Created.
+			Event{Time: at(20 + i), Component: "kubelet/vm", Reason: "Created", Message: "Created container: server", Object: pod(p), Name: "web-" + p + ".created"},
+			rt(30+i, p, "StartContainer", "RuncCreated", "runc create server in 4"+ip+"ms"),
 			rt(40+i, p, "StartContainer", "RuncStarted", "runc start server: pid 10"+ip+" in 1"+ip+"ms"),
 		)
 	}
@@ -65,13 +67,16 @@ func TestRuntimeCalls(t *testing.T) {
 	text := Text(Build(in, Options{}))
 	for _, want := range []string{
 		"kubelet/vm → runtime/vm: RunPodSandbox web-…: CNI kubette: bridge+host-local → eth0 10.244.0.…/24 gw 10.244.0.1 in 37ms–312ms ×3 pods",
-		"kubelet/vm → runtime/vm: CreateContainer web-…: runc create server in 47ms–412ms ×3 pods",
 		"[kubelet/vm] Created: Created container: server ×3 pods",
+		"kubelet/vm → runtime/vm: StartContainer web-…: runc create server in 47ms–412ms ×3 pods",
 		"kubelet/vm → runtime/vm: StartContainer web-…: runc start server: pid … in 17ms–112ms ×3 pods",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("folded timeline lacks %q:\n%s", want, text)
 		}
+	}
+	if i, j, k := strings.Index(text, "Created:"), strings.Index(text, "runc create"), strings.Index(text, "runc start"); i > j || j > k {
+		t.Errorf("the folded timeline is not Created, runc create, runc start:\n%s", text)
 	}
 	if i, j := strings.Index(text, "RunPodSandbox"), strings.Index(text, "Created:"); i < 0 || i > j {
 		t.Errorf("the network step is not before the kubelet's Created:\n%s", text)

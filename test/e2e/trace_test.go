@@ -94,21 +94,21 @@ spec:
 		t.Errorf("trace deployment/web --format text --all lacks %s:\n%s", missing, text)
 	}
 	// Each pod's runtime steps are the kubelet's calls to the runtime, at the steps' own
-	// times: the sandbox's CNI ADD with the pod's IP, runc create, runc start, then the
-	// kubelet's status write of the running pod. The kubelet's Created and Started Events,
-	// sent in the background, follow the runc step each reports.
+	// times: the sandbox's CNI ADD with the pod's IP, runc create, runc start (both
+	// StartContainer's: CreateContainer only prepares the bundle, as containerd's), then the
+	// kubelet's status write of the running pod. The kubelet's Started Event, sent in the
+	// background, follows the runc start it reports.
 	runtime := "runtime/" + node
 	call := func(method, podRe, rest string) string {
 		return `^` + regexp.QuoteMeta(kubelet+" → "+runtime+": "+method+" ") + podRe + ": " + rest + `$`
 	}
 	for _, pod := range strings.Fields(nc.must(t, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}")) {
 		network := regexp.MustCompile(call("RunPodSandbox", pod, `CNI kubette: bridge\+host-local → eth0 (10\.244\.[0-9.]+)/24 gw 10\.244\.[0-9.]+ in [0-9.]+[µm]?s`))
-		create := step{what: pod + "'s runc create", re: call("CreateContainer", pod, `runc create server in [0-9.]+[µm]?s`)}
+		create := step{what: pod + "'s runc create", re: call("StartContainer", pod, `runc create server in [0-9.]+[µm]?s`)}
 		start := step{what: pod + "'s runc start", re: call("StartContainer", pod, `runc start server: pid [1-9][0-9]* in [0-9.]+[µm]?s`)}
 		for _, steps := range [][]step{
 			{{what: pod + "'s CNI ADD", re: network.String()}, create, start,
 				{what: pod + "'s status write after them", re: `^` + regexp.QuoteMeta(kubelet) + ` → API server: PUT /api/v1/namespaces/default/pods/` + pod + `/status → 200$`}},
-			{create, {what: "the kubelet's Created after it", re: `^\[` + regexp.QuoteMeta(kubelet) + `\] Created: Created container: server$`}},
 			{start, {what: "the kubelet's Started after it", re: `^\[` + regexp.QuoteMeta(kubelet) + `\] Started: Started container server$`}},
 		} {
 			if missing := inOrder(text, steps); missing != "" {

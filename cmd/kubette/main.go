@@ -75,6 +75,7 @@ type nodeFlags struct {
 	kubeletPort                 int32
 	dnsPort                     int
 	cniPluginDirs               []string
+	insecureRegistries          []string
 	ingress                     bool
 	httpPort, httpsPort         int
 	runtimeEvents               bool
@@ -91,6 +92,7 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&n.bridge, "bridge", "kubette0", "name of the pods' bridge")
 	cmd.Flags().StringVar(&n.proxyMode, "proxy-mode", proxy.ModeIPTables, "the service proxy's mode: iptables or nftables (one nft table, verdict maps; needs the nft tool); starting one removes the other's rules")
 	cmd.Flags().StringSliceVar(&n.cniPluginDirs, "cni-plugin-dirs", hostcheck.DefaultCNIPluginDirs(), "directories holding the CNI plugins")
+	cmd.Flags().Var(insecureRegistryFlag{&n.insecureRegistries}, "insecure-registry", insecureRegistryUsage)
 	cmd.Flags().BoolVar(&n.runtimeEvents, "runtime-events", true, "the runtime records each pod's steps (CNI ADD, runc create, start, kill, delete) as Events, which kubette trace draws")
 	cmd.Flags().BoolVar(&n.ingress, "ingress", os.Geteuid() == 0 && hostcheck.Binary("nginx") != "", "run the ingress controller, which drives nginx (default: as root when nginx is installed)")
 	cmd.Flags().IntVar(&n.httpPort, "ingress-http-port", 80, "port nginx serves Ingresses on over HTTP")
@@ -112,7 +114,8 @@ func (n *nodeFlags) config() *cluster.NodeConfig {
 	}
 	return &cluster.NodeConfig{
 		Name: n.name, PodCIDR: n.podCIDR, KubeletPort: n.kubeletPort, DNSPort: n.dnsPort,
-		Runtime:         runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs},
+		Runtime: runtime.Config{Runc: n.runc, Bridge: n.bridge, CNIPluginDirs: n.cniPluginDirs,
+			InsecureRegistries: n.insecureRegistries},
 		NoRuntimeEvents: !n.runtimeEvents,
 		ProxyMode:       n.proxyMode,
 	}

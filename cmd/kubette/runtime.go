@@ -44,6 +44,7 @@ func newRuntime() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.StreamAddr, "streaming-address", streaming.DefaultAddr, "where the streaming server (exec, attach, port-forward) listens; the kubelet of this machine proxies to it")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig whose user records the pods' runtime steps (CNI ADD, runc create, start, kill, delete) as Events; none: no Events, no API server needed")
 	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "the node the Events report (default: the host name)")
+	cmd.Flags().Var(insecureRegistryFlag{&cfg.InsecureRegistries}, "insecure-registry", insecureRegistryUsage)
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

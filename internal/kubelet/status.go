@@ -271,7 +271,10 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, c *
 		cs.Ready = started && k.ready(pod, c)
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		t := k.terminated(pod, c, l)
-		if hasReason {
+		// As upstream, the reason it does not run (RunContainerError, CrashLoopBackOff) shows
+		// only for a container that will be restarted; one that will not stays Terminated
+		// (a StartError with restartPolicy Never).
+		if hasReason && pod.DeletionTimestamp == nil && (isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, l)) {
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: wr.reason, Message: wr.message}
 			cs.LastTerminationState = v1.ContainerState{Terminated: t}
 		} else {

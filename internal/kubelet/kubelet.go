@@ -95,15 +95,15 @@ type Kubelet struct {
 	crashBackoff *flowcontrol.Backoff
 	pullBackoff  *flowcontrol.Backoff
 
-	mu        sync.Mutex
-	workers   map[types.UID]*podWorker
-	liveness  map[string]bool // container IDs whose liveness probe failed
-	timers    map[types.UID]*podTimer
-	written   map[types.UID]*v1.Pod // the pod as the last status write returned it (written.go)
-	observed  map[types.UID]string  // the runtime state the pod's last sync read (observed.go)
-	runCtx    context.Context       // nil before Run
-	stopped   bool                  // no new workers once Run is returning
-	workersWG sync.WaitGroup
+	mu         sync.Mutex
+	workers    map[types.UID]*podWorker
+	probeKills map[string]string // container ID → the probe (liveness or startup) whose failure restarts it
+	timers     map[types.UID]*podTimer
+	written    map[types.UID]*v1.Pod // the pod as the last status write returned it (written.go)
+	observed   map[types.UID]string  // the runtime state the pod's last sync read (observed.go)
+	runCtx     context.Context       // nil before Run
+	stopped    bool                  // no new workers once Run is returning
+	workersWG  sync.WaitGroup
 }
 
 // uidIndex indexes pods by UID.
@@ -150,7 +150,7 @@ func New(cfg Config) (*Kubelet, error) {
 		crashBackoff: flowcontrol.NewFakeBackOff(cfg.BackoffInitial, cfg.BackoffMax, cfg.Clock),
 		pullBackoff:  flowcontrol.NewFakeBackOff(cfg.BackoffInitial, cfg.BackoffMax, cfg.Clock),
 		workers:      map[types.UID]*podWorker{},
-		liveness:     map[string]bool{},
+		probeKills:   map[string]string{},
 		timers:       map[types.UID]*podTimer{},
 		written:      map[types.UID]*v1.Pod{},
 		observed:     map[types.UID]string{},
@@ -288,8 +288,8 @@ func (k *Kubelet) triggerAll() {
 	}
 }
 
-// probeLoop turns probe result changes into syncs; a liveness failure marks the container
-// for a restart.
+// probeLoop turns probe result changes into syncs; a liveness or startup probe failure marks
+// the container for a restart.
 func (k *Kubelet) probeLoop(ctx context.Context) {
 	results := k.cfg.Probes.Results()
 	for {
@@ -300,13 +300,13 @@ func (k *Kubelet) probeLoop(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if r.Kind == ProbeLiveness && !r.Success && r.ContainerID != "" {
+			if (r.Kind == ProbeLiveness || r.Kind == ProbeStartup) && !r.Success && r.ContainerID != "" {
 				id := r.ContainerID
 				if _, raw, ok := strings.Cut(id, "://"); ok {
 					id = raw
 				}
 				k.mu.Lock()
-				k.liveness[id] = true
+				k.probeKills[id] = r.Kind
 				k.mu.Unlock()
 			}
 			k.trigger(r.UID)

@@ -143,7 +143,7 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, id, name, sand
 		return fmt.Errorf("stop container %s: %w", id, err)
 	}
 	k.mu.Lock()
-	delete(k.liveness, id)
+	delete(k.probeKills, id)
 	k.mu.Unlock()
 	return nil
 }

@@ -222,9 +222,9 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 				return errors.Join(errs...) // the pod failed
 			}
 			return errors.Join(append(errs, k.restartContainer(ctx, w, pod, sb, rt, c, inst))...)
-		case k.livenessFailed(inst):
-			errs = append(errs, k.killContainers(ctx, pod, []*containerState{inst}, gracePeriod(pod),
-				fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name)))
+		case k.failedProbe(inst) != "":
+			grace, msg := probeKill(pod, c, k.failedProbe(inst))
+			errs = append(errs, k.killContainers(ctx, pod, []*containerState{inst}, grace, msg))
 			return errors.Join(errs...)
 		default:
 			return errors.Join(errs...) // running: wait for it to finish
@@ -236,12 +236,12 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		switch {
 		case inst == nil:
 			errs = append(errs, k.startContainer(ctx, w, pod, sb, rt, c))
-		case inst.running() && (k.livenessFailed(inst) || inst.status.Annotations[annotationHash] != strconv.FormatUint(containerHash(c), 16)):
-			msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
-			if k.livenessFailed(inst) {
-				msg = fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name)
+		case inst.running() && (k.failedProbe(inst) != "" || inst.status.Annotations[annotationHash] != strconv.FormatUint(containerHash(c), 16)):
+			grace, msg := gracePeriod(pod), fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
+			if probe := k.failedProbe(inst); probe != "" {
+				grace, msg = probeKill(pod, c, probe)
 			}
-			if err := k.killContainers(ctx, pod, []*containerState{inst}, gracePeriod(pod), msg); err != nil {
+			if err := k.killContainers(ctx, pod, []*containerState{inst}, grace, msg); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -262,9 +262,9 @@ func (k *Kubelet) syncSidecar(ctx context.Context, w *podWorker, pod *v1.Pod, sb
 	switch {
 	case inst == nil:
 		return true, k.startContainer(ctx, w, pod, sb, rt, c)
-	case inst.running() && k.livenessFailed(inst):
-		return true, k.killContainers(ctx, pod, []*containerState{inst}, gracePeriod(pod),
-			fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name))
+	case inst.running() && k.failedProbe(inst) != "":
+		grace, msg := probeKill(pod, c, k.failedProbe(inst))
+		return true, k.killContainers(ctx, pod, []*containerState{inst}, grace, msg)
 	case inst.running():
 		return !k.started(pod, c), nil
 	default:
@@ -308,10 +308,27 @@ func shouldRestart(policy v1.RestartPolicy, inst *containerState) bool {
 	return true
 }
 
-func (k *Kubelet) livenessFailed(inst *containerState) bool {
+// failedProbe is the probe (ProbeLiveness or ProbeStartup) whose failure restarts the container
+// instance, or "".
+func (k *Kubelet) failedProbe(inst *containerState) string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.liveness[inst.id()]
+	return k.probeKills[inst.id()]
+}
+
+// probeKill is the grace period and the Killing Event's message of a container whose liveness
+// or startup probe failed: as upstream, the probe's own terminationGracePeriodSeconds when it
+// has one, unless the pod is being deleted (the deletion's grace then), else the pod's.
+func probeKill(pod *v1.Pod, c *v1.Container, probe string) (grace int64, msg string) {
+	grace = gracePeriod(pod)
+	p := c.LivenessProbe
+	if probe == ProbeStartup {
+		p = c.StartupProbe
+	}
+	if pod.DeletionGracePeriodSeconds == nil && p != nil && p.TerminationGracePeriodSeconds != nil {
+		grace = *p.TerminationGracePeriodSeconds
+	}
+	return grace, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, probe)
 }
 
 // started tells whether a running container passed its startup probe.

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"encoding/base64"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -409,7 +410,7 @@ func TestSyncLivenessFailureRestarts(t *testing.T) {
 	pod := h.add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{containerNamed("a", "img")}}})
 	h.sync(pod)
 	first := h.container(pod, "a")
-	h.k.liveness[first.Id] = true
+	h.k.probeKills[first.Id] = ProbeLiveness
 	h.sync(pod) // kills it
 	if h.container(pod, "a").State != runtimeapi.ContainerState_CONTAINER_EXITED {
 		t.Fatal("liveness failure did not stop the container")
@@ -914,11 +915,12 @@ func TestProbeResultsMarkLivenessFailures(t *testing.T) {
 	results <- ProbeResult{UID: "u", Container: "a", ContainerID: "abc", Kind: ProbeReadiness, Success: false}
 	results <- ProbeResult{UID: "u", Container: "a", ContainerID: "kubette://def", Kind: ProbeLiveness, Success: false}
 	results <- ProbeResult{UID: "u", Container: "a", ContainerID: "ghi", Kind: ProbeLiveness, Success: true}
+	results <- ProbeResult{UID: "u", Container: "b", ContainerID: "jkl", Kind: ProbeStartup, Success: false}
 	cancel()
 	<-done
 	h.k.mu.Lock()
 	defer h.k.mu.Unlock()
-	if len(h.k.liveness) != 1 || !h.k.liveness["def"] {
-		t.Errorf("liveness failures: %v", h.k.liveness)
+	if want := map[string]string{"def": ProbeLiveness, "jkl": ProbeStartup}; !maps.Equal(h.k.probeKills, want) {
+		t.Errorf("probe failures: %v, want %v", h.k.probeKills, want)
 	}
 }

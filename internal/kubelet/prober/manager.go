@@ -351,7 +351,9 @@ func (m *Manager) setResult(w *worker, success bool) bool {
 	changed := st.success != success
 	st.success = success
 	m.mu.Unlock()
-	if changed {
+	// A startup probe starts failed, so its failure changes nothing here; the kubelet must
+	// still hear of it, to restart the container.
+	if changed || (w.key.kind == kubelet.ProbeStartup && !success) {
 		select {
 		case m.results <- kubelet.ProbeResult{UID: w.key.uid, Container: w.key.container, ContainerID: w.containerID, Kind: w.key.kind, Success: success}:
 		case <-m.ctx.Done():

@@ -364,3 +364,33 @@ func TestErroredProbeRetriedThenFails(t *testing.T) {
 		t.Fatalf("events = %v", f.rec.events)
 	}
 }
+
+// A startup probe that fails failureThreshold times is reported, although a startup result
+// starts out failed (no change), so that the kubelet restarts the container; then it stops.
+func TestStartupFailureIsReported(t *testing.T) {
+	f := newFixture(t, func(id string, cmd []string) ([]byte, error) { return nil, &cri.ExitError{Code: 1} })
+	pod := probePod(v1.Container{Name: "app", StartupProbe: execProbe("startup", 3)})
+	f.m.Update(pod, runningStatus("app", "id1", time.Now()))
+	waitResult(t, f.m, kubelet.ProbeResult{UID: "uid", Container: "app", ContainerID: "id1", Kind: kubelet.ProbeStartup, Success: false})
+	if n := f.runner.count("id1 startup"); n < 3 {
+		t.Errorf("reported after %d attempts, want failureThreshold 3", n)
+	}
+	n := f.runner.count("id1 startup")
+	time.Sleep(50 * time.Millisecond)
+	if f.runner.count("id1 startup") != n {
+		t.Error("the startup probe kept running after its failure (it waits for the container to be replaced)")
+	}
+}
+
+// successThreshold counts consecutive successes before a readiness probe says ready.
+func TestReadinessSuccessThreshold(t *testing.T) {
+	f := newFixture(t, func(id string, cmd []string) ([]byte, error) { return nil, nil })
+	p := execProbe("ready", 1)
+	p.SuccessThreshold = 4
+	pod := probePod(v1.Container{Name: "app", ReadinessProbe: p})
+	f.m.Update(pod, runningStatus("app", "id1", time.Now()))
+	waitResult(t, f.m, kubelet.ProbeResult{UID: "uid", Container: "app", ContainerID: "id1", Kind: kubelet.ProbeReadiness, Success: true})
+	if n := f.runner.count("id1 ready"); n < 4 {
+		t.Errorf("ready after %d successes, want successThreshold 4", n)
+	}
+}

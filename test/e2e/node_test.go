@@ -262,17 +262,22 @@ func TestNodeReportsFailures(t *testing.T) {
 		t.Errorf("noimage's events do not carry the registry's message:\n%s", events)
 	}
 
-	// An invalid command: a clear StartError.
+	// An invalid command: a clear StartError, as containerd's runtime and upstream's kubelet
+	// report it (runc create runs in StartContainer): restartPolicy Never, so the container
+	// is Terminated StartError, exit code 128, with runc's message, and the pod Failed.
 	nc.must(t, "run", "badcmd", "--image="+bb, "--restart=Never", "--command", "--", "/no/such/binary")
-	p := nc.waitPod(t, "badcmd", "a start error", 60*time.Second, func(p *v1.Pod) bool {
+	p := nc.waitPod(t, "badcmd", "a StartError", 60*time.Second, func(p *v1.Pod) bool {
 		if len(p.Status.ContainerStatuses) == 0 {
 			return false
 		}
 		s := p.Status.ContainerStatuses[0].State
-		return (s.Terminated != nil && s.Terminated.Reason == "StartError") || (s.Waiting != nil && strings.Contains(s.Waiting.Reason, "Error"))
+		return s.Terminated != nil && s.Terminated.Reason == "StartError" && p.Status.Phase == v1.PodFailed
 	})
-	if msg := containerMessage(p); !strings.Contains(msg, "/no/such/binary") {
-		t.Errorf("badcmd's message %q does not name the missing binary", msg)
+	if code, msg := p.Status.ContainerStatuses[0].State.Terminated.ExitCode, containerMessage(p); code != 128 || !strings.Contains(msg, "/no/such/binary") {
+		t.Errorf("badcmd: StartError with exit code %d and message %q, want 128 and runc's message naming the missing binary", code, msg)
+	}
+	if events := nc.must(t, "get", "events", "--field-selector", "involvedObject.name=badcmd", "-o", "jsonpath={range .items[*]}{.type} {.reason}: {.message}{\"\\n\"}{end}"); !strings.Contains(events, "Warning Failed: Error: ") || !strings.Contains(events, "/no/such/binary") {
+		t.Errorf("badcmd's events lack the Warning Failed 'Error: ...' naming the binary:\n%s", events)
 	}
 
 	// A container that exits 1 goes to CrashLoopBackOff.

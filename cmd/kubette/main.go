@@ -80,9 +80,11 @@ type nodeFlags struct {
 	httpPort, httpsPort         int
 	runtimeEvents               bool
 	proxyMode                   string
+	cmd                         *cobra.Command // to tell a flag the user set from its default
 }
 
 func (n *nodeFlags) register(cmd *cobra.Command) {
+	n.cmd = cmd
 	cmd.Flags().BoolVar(&n.enabled, "node", os.Geteuid() == 0, "run this machine as a node too: the built-in container runtime and the kubelet (needs root, runc and the CNI plugins)")
 	cmd.Flags().StringVar(&n.name, "node-name", "", "the Node's name (default: the host name)")
 	cmd.Flags().StringVar(&n.podCIDR, "pod-cidr", cluster.DefaultPodCIDR, "the node's pod address range")
@@ -102,6 +104,12 @@ func (n *nodeFlags) register(cmd *cobra.Command) {
 // ingressConfig returns the ingress controller's configuration, nil when it is off.
 func (n *nodeFlags) ingressConfig() *cluster.IngressConfig {
 	if !n.ingress {
+		// Off by default only because nginx is missing: say so rather than leave Ingresses
+		// silently unserved.
+		if n.enabled && os.Geteuid() == 0 && n.cmd != nil && !n.cmd.Flags().Changed("ingress") {
+			fmt.Fprintf(os.Stderr, "kubette: no ingress controller: %v (or --ingress=false to say none is wanted)\n",
+				hostcheck.Error([]hostcheck.Requirement{hostcheck.NginxRequirement("")}))
+		}
 		return nil
 	}
 	return &cluster.IngressConfig{HTTPPort: n.httpPort, HTTPSPort: n.httpsPort, NginxBinary: hostcheck.Binary("nginx")}

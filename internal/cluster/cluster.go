@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/hostcheck"
 	"github.com/kubette/kubette/internal/scheduler"
 )
 
@@ -39,6 +41,17 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		// Refuse before anything starts, naming what is missing.
 		if err := CheckNode(*cfg.Node); err != nil {
 			return nil, fmt.Errorf("this machine cannot run pods: %w (run with --node=false for a control plane only)", err)
+		}
+	}
+	if cfg.Ingress != nil {
+		nginx := cfg.Ingress.NginxBinary
+		if nginx == "" {
+			nginx = hostcheck.Binary("nginx")
+		} else if st, err := os.Stat(nginx); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			nginx = "" // the one named is not there
+		}
+		if err := hostcheck.Error([]hostcheck.Requirement{hostcheck.NginxRequirement(nginx)}); err != nil {
+			return nil, fmt.Errorf("the ingress controller cannot run: %w (run with --ingress=false for none)", err)
 		}
 	}
 	var components sync.WaitGroup

@@ -69,9 +69,14 @@ func Check(o Options) []Requirement {
 		out = append(out, Requirement{What: "nft (the proxy's nftables mode)", Package: "nftables", Found: firstBinary("nft")})
 	}
 	if o.Nginx {
-		out = append(out, Requirement{What: "nginx", Package: "nginx", Found: firstBinary("nginx")})
+		out = append(out, NginxRequirement(firstBinary("nginx")))
 	}
 	return out
+}
+
+// NginxRequirement is nginx for the ingress controller, found at nginx ("" = not found).
+func NginxRequirement(nginx string) Requirement {
+	return Requirement{What: "nginx (the ingress controller's proxy; libnginx-mod-http-lua lets it change endpoints without reloads)", Package: "nginx libnginx-mod-http-lua", Found: nginx}
 }
 
 // CNIPluginDir returns the first of dirs that holds every plugin of CNIPlugins, or "".

@@ -164,6 +164,9 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		Hostname:     "pod",
 		LogDirectory: logDir,
 		DnsConfig:    &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}},
+		// As the kubelet asks: each container its own pid namespace (its process is pid 1).
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}},
 	}
 	sb, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
 	if err != nil {

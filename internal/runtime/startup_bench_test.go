@@ -106,6 +106,9 @@ func BenchmarkPodStartup(b *testing.B) {
 			Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench", Uid: name},
 			Hostname:     name,
 			LogDirectory: dataDir + "/logs/" + name,
+			// The kubelet's namespaces: the pod's IPC, each container its own pid namespace.
+			Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}},
 		}
 		t0 := time.Now()
 		sb, err := rs.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubette/kubette/internal/runtime/network"
+	"github.com/kubette/kubette/internal/runtime/runc"
 )
 
 // sweep removes what the records of a data dir no longer name, so that `kubette down` leaves
@@ -52,6 +53,10 @@ func sweep(ctx context.Context, runcBin, dir, bridge string) error {
 		}
 	}
 	if err := removeOrphanWritables(dir); err != nil {
+		errs = append(errs, err)
+	}
+	// The pid namespace holders of sandboxes whose records are gone.
+	if err := runc.KillPIDHoldersUnder(dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeEmptyPodCgroups(cgroupRoot); err != nil {

@@ -222,7 +222,15 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 			return nil, err
 		}
 	}
+	if h := sbMeta.PodNS.PIDHolder; h != nil && cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD {
+		if !h.Alive() {
+			return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s: the holder of the pod's pid namespace has exited", sbMeta.ID)
+		}
+		in.PodPIDNamespace = h.Namespace()
+	}
+	in.IPCNamespace = sbMeta.PodNS.IPC
 	sbDir := s.sandboxDir(sbMeta.ID)
+	in.SandboxFiles.Shm = sbMeta.PodNS.Shm
 	in.SandboxFiles.Hostname = filepath.Join(sbDir, "hostname")
 	in.SandboxFiles.Hosts = filepath.Join(sbDir, "hosts")
 	in.SandboxFiles.ResolvConf = filepath.Join(sbDir, "resolv.conf")

@@ -27,6 +27,12 @@ var ErrImageNotFound = image.ErrNotFound
 // ContainerState is what the low-level runtime reports.
 type ContainerState = runc.State
 
+// PodNamespaces are what a pod's containers share besides the network (runc.PodNamespaces).
+type PodNamespaces = runc.PodNamespaces
+
+// PIDHolder is the process holding a pod's shared pid namespace (runc.PIDHolder).
+type PIDHolder = runc.PIDHolder
+
 // RuncStatus is "created", "running" or "stopped".
 type RuncStatus = runc.Status
 

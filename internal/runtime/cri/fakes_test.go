@@ -130,7 +130,9 @@ type fakeContainers struct {
 	starts    int
 	logs      map[string]string // id → log path
 	reopened  []string
-	states    int // State calls
+	states    int        // State calls
+	podNS     []string   // "setup ipc=.. pid=..", "stop", "remove" of the pod namespaces
+	holder    *PIDHolder // what SetupPodNamespaces gives a pid namespace (nil: none)
 }
 
 func newFakeContainers() *fakeContainers {
@@ -221,6 +223,35 @@ func (f *fakeContainers) List(context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+func (f *fakeContainers) SetupPodNamespaces(dir string, ipc, pid bool) (PodNamespaces, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.podNS = append(f.podNS, fmt.Sprintf("setup ipc=%v pid=%v", ipc, pid))
+	var ns PodNamespaces
+	if ipc {
+		ns.IPC, ns.Shm = filepath.Join(dir, "ipc"), filepath.Join(dir, "shm")
+	}
+	if pid && f.holder != nil {
+		h := *f.holder
+		ns.PIDHolder = &h
+	}
+	return ns, nil
+}
+
+func (f *fakeContainers) StopPodNamespaces(PodNamespaces) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.podNS = append(f.podNS, "stop")
+	return nil
+}
+
+func (f *fakeContainers) RemovePodNamespaces(PodNamespaces) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.podNS = append(f.podNS, "remove")
+	return nil
 }
 
 func (f *fakeContainers) ReopenLog(_ context.Context, id string) error {

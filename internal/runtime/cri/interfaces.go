@@ -31,6 +31,12 @@ type Containers interface {
 	// ReopenLog makes the container's shim reopen its log file (not in docs/node.md's
 	// contract; runtime/runc offers it for CRI ReopenContainerLog).
 	ReopenLog(ctx context.Context, id string) error
+	// SetupPodNamespaces makes what a pod's containers share in its sandbox directory: the
+	// IPC namespace and /dev/shm (ipc), the pid namespace (pid, shareProcessNamespace).
+	SetupPodNamespaces(dir string, ipc, pid bool) (PodNamespaces, error)
+	// StopPodNamespaces ends the pod's pid namespace; RemovePodNamespaces removes them all.
+	StopPodNamespaces(ns PodNamespaces) error
+	RemovePodNamespaces(ns PodNamespaces) error
 }
 
 // Network is what the server needs of the pod network (runtime/network.Manager).

@@ -78,6 +78,13 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	}
 
 	m := sandboxMeta{ID: id, Ready: true, CreatedAt: time.Now().UnixNano(), HostNet: hostNet, Hostname: hostname}
+	nsOpts := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	m.PodNS, err = s.cfg.Containers.SetupPodNamespaces(dir, nsOpts.GetIpc() != runtimeapi.NamespaceMode_NODE, nsOpts.GetPid() == runtimeapi.NamespaceMode_POD)
+	if err != nil {
+		return nil, fmt.Errorf("failed to set up the shared namespaces of sandbox %s: %w", id, err)
+	}
+	podNS := m.PodNS
+	undo = append(undo, func(context.Context) error { return s.cfg.Containers.RemovePodNamespaces(podNS) })
 	if !hostNet {
 		pod := Pod{SandboxID: id, Namespace: md.GetNamespace(), Name: md.GetName(), UID: md.GetUid()}
 		for _, p := range cfg.GetPortMappings() {
@@ -227,6 +234,9 @@ func (s *Server) stopSandbox(ctx context.Context, sb *sandbox, grace time.Durati
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("failed to stop the containers of sandbox %s: %w", m.ID, err)
 	}
+	if err := s.cfg.Containers.StopPodNamespaces(m.PodNS); err != nil {
+		return fmt.Errorf("failed to stop sandbox %s: %w", m.ID, err)
+	}
 	if !m.HostNet {
 		if err := s.cfg.Network.Teardown(ctx, m.ID); err != nil {
 			return fmt.Errorf("failed to tear down the network of sandbox %s: %w", m.ID, err)
@@ -288,6 +298,9 @@ func (s *Server) removeSandbox(ctx context.Context, sb *sandbox, grace time.Dura
 		}
 	}
 	s.removeCgroupParent(sb)
+	if err := s.cfg.Containers.RemovePodNamespaces(sb.meta.PodNS); err != nil {
+		return fmt.Errorf("failed to remove sandbox %s: %w", id, err)
+	}
 	dir := s.sandboxDir(id)
 	if err := os.Remove(filepath.Join(dir, "meta.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to remove sandbox %s: %w", id, err)
@@ -300,6 +313,13 @@ func (s *Server) removeSandbox(ctx context.Context, sb *sandbox, grace time.Dura
 	s.mu.Unlock()
 	s.log.Info("pod sandbox removed", "id", id)
 	return nil
+}
+
+// sandboxReady tells whether a sandbox is READY: not stopped, and its pid namespace's holder
+// (shareProcessNamespace) still alive, as a sandbox whose pause container died is NOTREADY
+// under containerd (the kubelet then makes the pod a new one).
+func sandboxReady(m sandboxMeta) bool {
+	return m.Ready && (m.PodNS.PIDHolder == nil || m.PodNS.PIDHolder.Alive())
 }
 
 func sandboxState(ready bool) runtimeapi.PodSandboxState {
@@ -319,7 +339,7 @@ func (s *Server) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandbo
 	m, cfg := sb.meta, sb.cfg
 	s.mu.Unlock()
 	st := &runtimeapi.PodSandboxStatus{
-		Id: m.ID, Metadata: cfg.GetMetadata(), State: sandboxState(m.Ready), CreatedAt: m.CreatedAt,
+		Id: m.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sandboxReady(m)), CreatedAt: m.CreatedAt,
 		Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(),
 		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
 			Options: cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()}},
@@ -355,11 +375,11 @@ func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandbo
 		if !hasPrefix(m.ID, f.GetId()) || !matchLabels(cfg.GetLabels(), f.GetLabelSelector()) {
 			continue
 		}
-		if f.GetState() != nil && f.GetState().GetState() != sandboxState(m.Ready) {
+		if f.GetState() != nil && f.GetState().GetState() != sandboxState(sandboxReady(m)) {
 			continue
 		}
 		resp.Items = append(resp.Items, &runtimeapi.PodSandbox{
-			Id: m.ID, Metadata: cfg.GetMetadata(), State: sandboxState(m.Ready), CreatedAt: m.CreatedAt,
+			Id: m.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sandboxReady(m)), CreatedAt: m.CreatedAt,
 			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(),
 		})
 	}

@@ -33,6 +33,8 @@ type sandboxMeta struct {
 	NetNSPath string          `json:"netnsPath,omitempty"`
 	IPs       []string        `json:"ips,omitempty"`
 	Hostname  string          `json:"hostname"`
+	// PodNS are the pod's IPC namespace, shm and pid namespace holder.
+	PodNS PodNamespaces `json:"podNamespaces"`
 }
 
 // container is a container's record. Its fields are guarded by Server.mu; op serialises the

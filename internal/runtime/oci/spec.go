@@ -24,11 +24,18 @@ type Input struct {
 	// NamespaceMode is TARGET (an ephemeral container sharing another
 	// container's processes), e.g. "/proc/<target init pid>/ns/pid".
 	TargetPIDNamespace string
-	Hostname           string // the pod's; HOSTNAME env, and the UTS name unless on the host network
+	// PodPIDNamespace is the pod's shared pid namespace, joined when the container's pid
+	// NamespaceMode is POD (shareProcessNamespace), e.g. "/proc/<holder pid>/ns/pid".
+	PodPIDNamespace string
+	// IPCNamespace is the pod's IPC namespace (a bind-mounted namespace file), joined unless
+	// the container uses the host's; "" gives the container an IPC namespace of its own.
+	IPCNamespace string
+	Hostname     string // the pod's; HOSTNAME env, and the UTS name unless on the host network
 	CgroupsPath        string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
-	// SandboxFiles are bind-mounted over /etc/hostname, /etc/hosts and /etc/resolv.conf when set
-	// and when no CRI mount already targets that path.
-	SandboxFiles struct{ Hostname, Hosts, ResolvConf string }
+	// SandboxFiles are bind-mounted over /etc/hostname, /etc/hosts and /etc/resolv.conf, and
+	// Shm (the pod's shared tmpfs) over /dev/shm, when set and when no CRI mount already
+	// targets that path.
+	SandboxFiles SandboxFiles
 	// MaxOOMScoreAdj is the runtime's own /proc/self/oom_score_adj: never ask for less, since
 	// lowering it needs CAP_SYS_RESOURCE (the name is the contract's; it is a lower bound).
 	MaxOOMScoreAdj int
@@ -41,6 +48,9 @@ type Input struct {
 	// nil means every capability this package knows.
 	HostCapabilities []string
 }
+
+// SandboxFiles are the sandbox's files and directories its containers share.
+type SandboxFiles struct{ Hostname, Hosts, ResolvConf, Shm string }
 
 // DefaultPath is the PATH of a container whose image sets none (containerd's default).
 const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -106,7 +116,7 @@ func Spec(in Input) (*specs.Spec, error) {
 		Annotations: annotations(c, in.Sandbox),
 		Linux: &specs.Linux{
 			CgroupsPath: in.CgroupsPath,
-			Namespaces:  namespaces(sc.GetNamespaceOptions(), in.NetNSPath, in.TargetPIDNamespace),
+			Namespaces:  namespaces(sc.GetNamespaceOptions(), in),
 			Resources:   resources(c.GetLinux().GetResources(), privileged),
 			Sysctl:      copyMap(in.Sandbox.GetLinux().GetSysctls()),
 		},
@@ -221,21 +231,24 @@ func oomScoreAdj(want int64, floor int) *int {
 // NamespaceMode POD are per container here); NODE shares the host's; the network namespace is
 // netns when set, the host's otherwise (and then the host's UTS namespace too); TARGET joins
 // targetPID, the pid namespace of another container.
-func namespaces(opts *runtimeapi.NamespaceOption, netns, targetPID string) []specs.LinuxNamespace {
+func namespaces(opts *runtimeapi.NamespaceOption, in Input) []specs.LinuxNamespace {
 	ns := []specs.LinuxNamespace{{Type: specs.MountNamespace}}
 	switch opts.GetPid() {
 	case runtimeapi.NamespaceMode_NODE:
 	case runtimeapi.NamespaceMode_TARGET:
-		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: targetPID})
+		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: in.TargetPIDNamespace})
+	case runtimeapi.NamespaceMode_POD:
+		// The pod's, when the sandbox has one (else the container's own, as CONTAINER).
+		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: in.PodPIDNamespace})
 	default:
 		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace})
 	}
 	if opts.GetIpc() != runtimeapi.NamespaceMode_NODE {
-		ns = append(ns, specs.LinuxNamespace{Type: specs.IPCNamespace})
+		ns = append(ns, specs.LinuxNamespace{Type: specs.IPCNamespace, Path: in.IPCNamespace})
 	}
-	if netns != "" {
+	if in.NetNSPath != "" {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.UTSNamespace},
-			specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netns})
+			specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetNSPath})
 	}
 	return ns
 }
@@ -326,7 +339,7 @@ func defaultReadonlyPaths() []string {
 // (a CRI /dev or /sys replaces everything below it too), then the sandbox files and the CRI
 // mounts sorted by depth (stable), so that a parent is mounted before its children. It returns
 // the rootfs propagation the CRI mounts need ("" for the default).
-func mounts(cri []*runtimeapi.Mount, files struct{ Hostname, Hosts, ResolvConf string }, readonlyRootfs, privileged bool) ([]specs.Mount, string, error) {
+func mounts(cri []*runtimeapi.Mount, files SandboxFiles, readonlyRootfs, privileged bool) ([]specs.Mount, string, error) {
 	taken := map[string]bool{}
 	var extra []specs.Mount
 	rootProp := ""
@@ -372,6 +385,13 @@ func mounts(cri []*runtimeapi.Mount, files struct{ Hostname, Hosts, ResolvConf s
 		}
 		taken[f.dst] = true
 		extra = append(extra, specs.Mount{Destination: f.dst, Type: "bind", Source: f.src, Options: opts})
+	}
+	// The pod's /dev/shm, shared by its containers as their IPC namespace is (containerd's
+	// sandbox shm): writable even on a read-only root filesystem, as the tmpfs it replaces.
+	if files.Shm != "" && !taken["/dev/shm"] && !taken["/dev"] {
+		taken["/dev/shm"] = true
+		extra = append(extra, specs.Mount{Destination: "/dev/shm", Type: "bind", Source: files.Shm,
+			Options: []string{"rbind", "rprivate", "rw", "nosuid", "nodev", "noexec"}})
 	}
 	sort.SliceStable(extra, func(i, j int) bool { return depth(extra[i].Destination) < depth(extra[j].Destination) })
 	var out []specs.Mount

@@ -226,6 +226,50 @@ func TestNamespaces(t *testing.T) {
 	if !reflect.DeepEqual(s.Linux.Namespaces, want) {
 		t.Errorf("target namespaces = %+v, want %+v", s.Linux.Namespaces, want)
 	}
+
+	// POD shares the pod's pid namespace (shareProcessNamespace), and the pod's IPC
+	// namespace is joined unless the container uses the host's.
+	in = base(t)
+	in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD, Ipc: runtimeapi.NamespaceMode_POD}}}
+	in.PodPIDNamespace, in.IPCNamespace = "/proc/7/ns/pid", "/sb/ipc"
+	s = mustSpec(t, in)
+	want = []specs.LinuxNamespace{{Type: "mount"}, {Type: "pid", Path: "/proc/7/ns/pid"}, {Type: "ipc", Path: "/sb/ipc"}, {Type: "uts"}, {Type: "network", Path: in.NetNSPath}}
+	if !reflect.DeepEqual(s.Linux.Namespaces, want) {
+		t.Errorf("pod namespaces = %+v, want %+v", s.Linux.Namespaces, want)
+	}
+	in.Container.Linux.SecurityContext.NamespaceOptions.Ipc = runtimeapi.NamespaceMode_NODE
+	s = mustSpec(t, in)
+	for _, n := range s.Linux.Namespaces {
+		if n.Type == "ipc" {
+			t.Errorf("host IPC: the spec has an ipc namespace %+v", n)
+		}
+	}
+}
+
+func TestSandboxShm(t *testing.T) {
+	in := base(t)
+	in.SandboxFiles.Shm = "/sb/shm"
+	in.Container.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{ReadonlyRootfs: true}}
+	s := mustSpec(t, in)
+	var shm []specs.Mount
+	for _, m := range s.Mounts {
+		if m.Destination == "/dev/shm" {
+			shm = append(shm, m)
+		}
+	}
+	want := []specs.Mount{{Destination: "/dev/shm", Type: "bind", Source: "/sb/shm", Options: []string{"rbind", "rprivate", "rw", "nosuid", "nodev", "noexec"}}}
+	if !reflect.DeepEqual(shm, want) {
+		t.Errorf("/dev/shm mounts = %+v, want the pod's shm bound writable (once)", shm)
+	}
+	// A CRI mount of /dev/shm wins.
+	in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/dev/shm", HostPath: "/host/shm"}}
+	s = mustSpec(t, in)
+	for _, m := range s.Mounts {
+		if m.Destination == "/dev/shm" && m.Source != "/host/shm" {
+			t.Errorf("the CRI mount of /dev/shm lost to %+v", m)
+		}
+	}
 }
 
 func TestResources(t *testing.T) {

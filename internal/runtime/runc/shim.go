@@ -41,7 +41,7 @@ const ShimBinary = "kubette-shim"
 // ShimProtocol names the contract between the runtime and its shim: flags, environment,
 // file descriptors, files in the container directory, attach.sock's framing. Change it with
 // any of them, so that a stale kubette-shim beside a newer kubette is not used.
-const ShimProtocol = "kubette-shim/2"
+const ShimProtocol = "kubette-shim/3"
 
 // defaultShim is the argv of the shim for the executable exe: ShimBinary beside exe when it
 // is there and answers `-protocol` with ShimProtocol, else `exe shim`.
@@ -116,12 +116,17 @@ func ShimMain(args []string) int {
 	fs.BoolVar(&a.detached, "detached", false, "internal: already re-executed in its own session")
 	pooled := fs.Bool("pooled", false, "internal: started ahead; the container (id, bundle, log) comes as JSON on fd 4")
 	protocol := fs.Bool("protocol", false, "print the protocol this shim speaks (ShimProtocol) and exit")
+	pause := fs.Bool(pauseFlag[1:], false, "internal: hold a pod's pid namespace (pause.go) instead of running a container")
+	fs.String("sandbox", "", "internal: with -pause, the sandbox directory (for kubette down)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *protocol {
 		fmt.Println(ShimProtocol)
 		return 0
+	}
+	if *pause {
+		return runPause()
 	}
 	ready := os.NewFile(3, "ready")
 	if *pooled {

@@ -31,7 +31,7 @@ type Input struct {
 	// the container uses the host's; "" gives the container an IPC namespace of its own.
 	IPCNamespace string
 	Hostname     string // the pod's; HOSTNAME env, and the UTS name unless on the host network
-	CgroupsPath        string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
+	CgroupsPath  string // cgroup v1 path below the hierarchy roots, e.g. "/kubette/pod<uid>/<container id>"
 	// SandboxFiles are bind-mounted over /etc/hostname, /etc/hosts and /etc/resolv.conf, and
 	// Shm (the pod's shared tmpfs) over /dev/shm, when set and when no CRI mount already
 	// targets that path.

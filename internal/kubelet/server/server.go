@@ -22,7 +22,8 @@ import (
 )
 
 // LogLocator maps a pod's container to its CRI log file: the current attempt's, or with
-// previous the one before it. The kubelet core implements it.
+// previous the last terminated one (the attempt the pod's status names as the container's
+// last termination, as upstream). The kubelet core implements it.
 //
 // Errors wrapping ErrPodNotFound or ErrContainerNotFound answer 404; one wrapping
 // ErrNoPreviousContainer answers 400 with upstream's message; any other error answers 400

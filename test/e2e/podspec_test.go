@@ -47,6 +47,44 @@ func TestPodSpec(t *testing.T) {
 		t.Parallel()
 		testPodSpecLogs(t, nc, image)
 	})
+	t.Run("SharedNamespaces", func(t *testing.T) {
+		t.Parallel()
+		testPodSpecSharedNamespaces(t, nc, image)
+	})
+}
+
+// testPodSpecSharedNamespaces: a pod's containers share its IPC namespace and /dev/shm, and
+// with shareProcessNamespace its processes, as on any Kubernetes node.
+func testPodSpecSharedNamespaces(t *testing.T, nc *nodeCluster, image string) {
+	for _, share := range []bool{true, false} {
+		name := fmt.Sprintf("shared-%v", share)
+		nc.must(t, "apply", "-f", writeFile(t, name+".yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %[1]s}
+spec:
+  shareProcessNamespace: %[2]v
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: a, image: %[3]s, command: [sleep, "3601"]}
+  - {name: b, image: %[3]s, command: [sleep, "3602"]}
+`, name, share, image)))
+		nc.waitPod(t, name, "Running", 2*time.Minute, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+		exec := func(c string, cmd ...string) string {
+			return strings.TrimSpace(nc.must(t, append([]string{"exec", name, "-c", c, "--"}, cmd...)...))
+		}
+		if ia, ib := exec("a", "busybox", "readlink", "/proc/self/ns/ipc"), exec("b", "busybox", "readlink", "/proc/self/ns/ipc"); ia != ib {
+			t.Errorf("%s: IPC namespaces %s and %s, want the pod's", name, ia, ib)
+		}
+		exec("a", "sh", "-c", "echo from-a > /dev/shm/note")
+		if got := exec("b", "cat", "/dev/shm/note"); got != "from-a" {
+			t.Errorf("%s: b reads %q in /dev/shm, want what a wrote", name, got)
+		}
+		ps := exec("b", "ps", "-o", "args")
+		if sees := strings.Contains(ps, "sleep 3601"); sees != share {
+			t.Errorf("shareProcessNamespace %v: b sees a's process: %v; ps:\n%s", share, sees, ps)
+		}
+		nc.must(t, "delete", "pod", name, "--wait=true")
+	}
 }
 
 // volumesScript is the app container's program: it prints what the pod spec gave it, writes

@@ -79,7 +79,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 
 	m := sandboxMeta{ID: id, Ready: true, CreatedAt: time.Now().UnixNano(), HostNet: hostNet, Hostname: hostname}
 	nsOpts := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
-	m.PodNS, err = s.cfg.Containers.SetupPodNamespaces(dir, nsOpts.GetIpc() != runtimeapi.NamespaceMode_NODE, nsOpts.GetPid() == runtimeapi.NamespaceMode_POD)
+	m.PodNS, err = s.cfg.Containers.SetupPodNamespaces(dir, nsOpts.GetIpc() == runtimeapi.NamespaceMode_POD, nsOpts.GetPid() == runtimeapi.NamespaceMode_POD)
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the shared namespaces of sandbox %s: %w", id, err)
 	}

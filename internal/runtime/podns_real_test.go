@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/kubette/kubette/internal/testenv/testimage"
 )
 
 // TestPodSharesIPCAndProcesses runs, on the real runc, pods of two containers: their
@@ -14,14 +12,8 @@ import (
 // POD) see each other's processes, as under containerd's pause container; with the pid mode
 // CONTAINER (the kubelet's default) they do not.
 func TestPodSharesIPCAndProcesses(t *testing.T) {
-	r := startRealRuntime(t, "kns", "10.89.82.0/24", Config{Bridge: "kns0", Version: "v-test"})
-	registry := testimage.Registry(t)
-	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
+	r, image := startWithBusybox(t, "kns", "10.89.82.0/24", Config{Bridge: "kns0", Version: "v-test"})
 	ctx := callCtx(t)
-	image := registry + "/busybox:v1"
-	if _, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatal(err)
-	}
 	exec := func(id string, cmd ...string) string {
 		t.Helper()
 		resp, err := r.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: 30})

@@ -125,6 +125,21 @@ func startRealRuntime(t *testing.T, prefix, podCIDR string, cfg Config) *runtime
 	return r
 }
 
+// startWithBusybox is startRealRuntime with the test busybox image (sh, sleep, ps, cat...)
+// pushed to a registry of the test's and pulled; it returns the image's reference too.
+func startWithBusybox(t *testing.T, prefix, podCIDR string, cfg Config) (*runtimeUnderTest, string) {
+	t.Helper()
+	needs.Root(t)
+	registry := testimage.Registry(t)
+	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
+	r := startRealRuntime(t, prefix, podCIDR, cfg)
+	image := registry + "/busybox:v1"
+	if _, err := r.is.PullImage(callCtx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatal(err)
+	}
+	return r, image
+}
+
 func TestRuntimeEndToEnd(t *testing.T) {
 	needs.Root(t)
 	registry := testimage.Registry(t)

@@ -7,8 +7,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/kubette/kubette/internal/testenv/testimage"
 )
 
 // TestInvalidCommandIsAStartError runs, on the real runc, a container whose command does not
@@ -17,14 +15,8 @@ import (
 // EXITED with exit code 128 and reason StartError, as the kubelet shows it. A container created
 // but not started stays CREATED across a restart of the runtime, and starts.
 func TestInvalidCommandIsAStartError(t *testing.T) {
-	r := startRealRuntime(t, "kse", "10.89.81.0/24", Config{Bridge: "kse0", Version: "v-test"})
-	registry := testimage.Registry(t)
-	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
+	r, image := startWithBusybox(t, "kse", "10.89.81.0/24", Config{Bridge: "kse0", Version: "v-test"})
 	ctx := callCtx(t)
-	image := registry + "/busybox:v1"
-	if _, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatal(err)
-	}
 	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "bad", Namespace: "default", Uid: "uid-bad"}, Hostname: "bad"}
 	sb, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
 	if err != nil {

@@ -10,24 +10,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubette/kubette/internal/runtime/steps"
-	"github.com/kubette/kubette/internal/testenv/needs"
-	"github.com/kubette/kubette/internal/testenv/testimage"
 )
 
 // TestStepEventsOfARealPod runs a pod on the real runtime with a Client and checks the
 // Events of its steps: the sandbox's CNI ADD with the pod's address and gateway, runc
 // create, start with the init's pid, kill with the exit code, delete.
 func TestStepEventsOfARealPod(t *testing.T) {
-	needs.Root(t)
-	registry := testimage.Registry(t)
-	testimage.Push(t, registry, "busybox:v1", testimage.Busybox(t))
 	client := fake.NewClientset()
-	r := startRealRuntime(t, "kstp", "10.89.78.0/24", Config{Bridge: "kstp0", Version: "v-test", Client: client, NodeName: "node-s"})
+	r, image := startWithBusybox(t, "kstp", "10.89.78.0/24", Config{Bridge: "kstp0", Version: "v-test", Client: client, NodeName: "node-s"})
 	ctx := callCtx(t)
-	image := registry + "/busybox:v1"
-	if _, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatal(err)
-	}
 	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "stepper", Namespace: "default", Uid: "uid-s"}, Hostname: "stepper"}
 	sb, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
 	if err != nil {

@@ -1,22 +1,19 @@
 package cri
 
 import (
-	"io"
-	"log"
 	"net"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubette/kubette/internal/runtime/image"
 	"github.com/kubette/kubette/internal/testenv/needs"
+	"github.com/kubette/kubette/internal/testenv/testimage"
 )
 
 // hostIPv4 is the first non-loopback IPv4 address of this machine's interfaces.
@@ -47,12 +44,7 @@ func TestPullImageInsecureRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listen on %s: %v", ip, err)
 	}
-	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	host := l.Addr().String()
+	host := testimage.RegistryOn(t, l)
 	img, err := random.Image(512, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -473,12 +473,7 @@ func TestPullInsecureOption(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", ip, err)
 	}
-	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	host := l.Addr().String()
+	host := testimage.RegistryOn(t, l)
 	img := imageOf(t, nil, layerOf(t, entry{name: "x"}))
 	ref, _ := name.ParseReference(host+"/app:1", name.Insecure)
 	if err := remote.Write(ref, img, remote.WithContext(t.Context())); err != nil {

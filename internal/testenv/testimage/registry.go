@@ -3,6 +3,7 @@ package testimage
 import (
 	"io"
 	"log"
+	"net"
 	"net/http/httptest"
 	"testing"
 
@@ -19,6 +20,18 @@ func Registry(t testing.TB) string {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
+}
+
+// RegistryOn starts the same registry on a listener of the test's (e.g. one on a non-loopback
+// address, which pulls reach only as an insecure registry) and returns its "HOST:PORT".
+func RegistryOn(t testing.TB, l net.Listener) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return l.Addr().String()
 }
 
 // Push uploads img to the registry at host as repoTag ("app:v1", "team/app:v1").

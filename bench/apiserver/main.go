@@ -25,7 +25,9 @@ import (
 	"syscall"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/bench/internal/benchutil"
@@ -56,6 +59,7 @@ type options struct {
 	serverPID     int
 	serverMetrics bool
 	watchTimeout  time.Duration
+	asSA          bool
 }
 
 func main() {
@@ -70,6 +74,7 @@ func main() {
 	flag.IntVar(&o.serverPID, "server-pid", 0, "PID of the API server, to report its VmRSS before and after")
 	flag.BoolVar(&o.serverMetrics, "server-metrics", true, "scrape the server's /metrics for server-side latency, CPU and memory")
 	flag.DurationVar(&o.watchTimeout, "watch-timeout", time.Minute, "how long to wait for missing watch events after the last create")
+	flag.BoolVar(&o.asSA, "as-service-account", false, "load as a ServiceAccount bound to the edit role in the namespace (a TokenRequest token: RBAC and token authentication on every request) instead of the kubeconfig's user")
 	flag.Parse()
 	if o.kubeconfig == "" || o.objects <= 0 || o.workers <= 0 || o.payloadBytes < 0 {
 		fmt.Fprintln(os.Stderr, "usage: apiserver --kubeconfig FILE [--objects N>0] [--workers W>0] [flags]")
@@ -142,11 +147,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	selector := labels.Set{runLabel: runID}.String()
 	cms := cs.CoreV1().ConfigMaps(ns)
 	defer cleanup(ctx, cms, selector, ns, o.namespace == "", out)
+	user := "the kubeconfig's user"
+	if o.asSA {
+		if cms, err = serviceAccountConfigMaps(ctx, cs, cfg, ns, wire); err != nil {
+			return err
+		}
+		user = "ServiceAccount " + ns + "/bench bound to edit"
+	}
 
 	load, _ := benchutil.LoadAverage()
 	fmt.Fprintf(out, "server:    %s at %s\n", ver.GitVersion, cfg.Host)
-	fmt.Fprintf(out, "load:      %d ConfigMaps x %d B payload, %d workers, namespace %s, client qps %g burst %d, %d CPUs\n",
-		o.objects, o.payloadBytes, o.workers, ns, o.qps, o.burst, runtime.NumCPU())
+	fmt.Fprintf(out, "load:      %d ConfigMaps x %d B payload, %d workers, namespace %s, client qps %g burst %d, %d CPUs, as %s\n",
+		o.objects, o.payloadBytes, o.workers, ns, o.qps, o.burst, runtime.NumCPU(), user)
 
 	// The watch starts before the first create, from the revision of an (empty) list.
 	initial, err := cms.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
@@ -520,4 +532,44 @@ func cleanup(ctx context.Context, cms typedcorev1.ConfigMapInterface, selector, 
 		note = fmt.Sprintf("; namespace %s left in place", ns)
 	}
 	fmt.Fprintf(out, "cleanup:   deletecollection in %s, %s left%s\n", benchutil.FormatDuration(d), left, note)
+}
+
+// serviceAccountConfigMaps makes the ServiceAccount bench in ns, binds it to the edit
+// ClusterRole there, and returns the ConfigMaps client of a clientset that authenticates
+// with a token of it (none of the kubeconfig's credentials), once RBAC lets it list.
+func serviceAccountConfigMaps(ctx context.Context, admin kubernetes.Interface, base *rest.Config, ns string, wire *wireInfo) (typedcorev1.ConfigMapInterface, error) {
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create service account: %w", err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-edit"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "bench", Namespace: ns}}}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("bind the service account to edit: %w", err)
+	}
+	ttl := int64(3600)
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "bench", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("request a token: %w", err)
+	}
+	cfg := rest.AnonymousClientConfig(base)
+	cfg.BearerToken = tr.Status.Token
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{rt, wire} })
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("service account clientset: %w", err)
+	}
+	cms := cs.CoreV1().ConfigMaps(ns)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return cms, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the service account cannot list ConfigMaps (is edit aggregated?): %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -53,6 +53,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/bench/internal/benchutil"
+	"github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/endpointslice"
 	"github.com/kubette/kubette/internal/controlplane"
@@ -275,6 +276,8 @@ func run(ctx context.Context, cfg config) error {
 	cp, err := controlplane.Start(cpCtx, controlplane.Config{
 		DataDir: filepath.Join(dir, "cp"), Listener: l, UnsafeNoFsync: true, Logger: quiet,
 		ServiceClusterIPRange: serviceCIDR.String(),
+		// No controller manager: no default ServiceAccount for the pods.
+		DisableAdmissionPlugins: []string{serviceaccount.Name},
 	})
 	if err != nil {
 		return fmt.Errorf("start control plane: %w", err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -16,6 +14,7 @@ import (
 
 func newDown() *cobra.Command {
 	var cfg runtime.Config
+	var logLevel string
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop and remove every container, sandbox, mount and pod network device kubette made on this machine",
@@ -26,7 +25,11 @@ the bridge, and removes the service proxy's iptables chains and nftables table. 
 first, or its kubelet starts the pods again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = logger
 			if err := runtime.Down(cmd.Context(), cfg); err != nil {
 				return fmt.Errorf("down: %w", err)
 			}
@@ -46,6 +49,7 @@ first, or its kubelet starts the pods again.`,
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "the data directory of the cluster to take down")
 	cmd.Flags().StringVar(&cfg.Runc, "runc", "runc", "the OCI runtime binary (runc or crun)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	cmd.Flags().StringVar(&cfg.Bridge, "bridge", "", "name of the pods' bridge (default: the one the cluster's runtime recorded in DATA_DIR, else kubette0)")
 	return cmd
 }

@@ -11,16 +11,21 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubette/kubette/internal/logging"
 	"github.com/kubette/kubette/internal/runtime/image"
 )
 
-// newLogger parses a --log-level value (debug, info, warn or error) into a text logger on stderr.
+// newLogger parses a --log-level value (debug, info, warn or error) into the one logger of the
+// process: kubette's compact text format on stderr, which klog, the standard library's log,
+// gRPC and etcd write through too (logging.Route).
 func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
+	l, err := logging.ParseLevel(level)
+	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	logger := logging.New(os.Stderr, l)
+	logging.Route(logger)
+	return logger, nil
 }
 
 // restConfig loads the client configuration of a --kubeconfig file.

@@ -24,6 +24,7 @@ func newKubelet() *cobra.Command {
 		kubeconfig, dataDir, endpoint, nodeName, podCIDR, logLevel string
 		certFile, keyFile, clientCAFile                            string
 		port                                                       int32
+		unsafeSysctls                                              []string
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet",
@@ -58,6 +59,7 @@ CA of a control plane on this machine.`,
 			return agent.Run(cmd.Context(), agent.Config{
 				NodeName: nodeName, RestConfig: restCfg, DataDir: dataDir, CRIEndpoint: endpoint,
 				PodCIDR: podCIDR, Port: port, ServingCert: serving, ClientCAs: clientCAs, Logger: log,
+				AllowedUnsafeSysctls: unsafeSysctls,
 			})
 		},
 	}
@@ -71,6 +73,7 @@ CA of a control plane on this machine.`,
 	cmd.Flags().StringVar(&keyFile, "tls-private-key-file", "", "serving key (PEM)")
 	cmd.Flags().StringVar(&clientCAFile, "client-ca-file", "", "CA that signs the API server's client certificate (default DATA_DIR/pki/ca.crt)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringSliceVar(&unsafeSysctls, "allowed-unsafe-sysctls", nil, "unsafe sysctls or sysctl patterns (ending in *) pods may set beyond the safe ones, comma-separated; each must be namespaced (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, net.*)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

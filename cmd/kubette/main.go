@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,17 +21,24 @@ import (
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/cluster"
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controller/credentials"
 	"github.com/kubette/kubette/internal/controllermanager"
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/hostcheck"
+	"github.com/kubette/kubette/internal/logging"
+	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/runtime"
+	"github.com/kubette/kubette/internal/serviceaccount"
 	"github.com/kubette/kubette/internal/trace"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Until a command builds its logger from --log-level (newLogger), what libraries log
+	// (klog of client-go, the log package) comes out in the one format at info.
+	logging.Route(logging.New(os.Stderr, slog.LevelInfo))
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
@@ -60,12 +68,16 @@ func defaultDataDir() string {
 
 // controlPlaneFlags are the flags `up` and `apiserver` share.
 type controlPlaneFlags struct {
-	dataDir, bind, etcdServers, tokenFile, logLevel string
-	serviceIPRange, nodePortRange                   string
-	port, traceCapacity, gcPercent                  int
-	controllers, componentsOverTLS                  bool
-	eventTTL                                        time.Duration
-	node                                            nodeFlags
+	dataDir, bind, etcdServers, tokenFile, logLevel, authzModes string
+	serviceIPRange, nodePortRange                               string
+	port, traceCapacity, gcPercent                              int
+	controllers, componentsOverTLS, anonymousAuth               bool
+	eventTTL                                                    time.Duration
+	saIssuer, saJWKSURI                                         string
+	saMaxTokenExpiration                                        time.Duration
+	disableAdmissionPlugins                                     []string
+	node                                                        nodeFlags
+	audit                                                       auditFlags
 }
 
 // nodeFlags are `up`'s flags for running this machine as a node.
@@ -135,12 +147,19 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.bind, "bind-address", "0.0.0.0", "address the API server listens on")
 	cmd.Flags().StringVar(&f.etcdServers, "etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-auth-file", "", "static bearer tokens, one per line: token,user,uid,\"group1,group2\"")
+	cmd.Flags().BoolVar(&f.anonymousAuth, "anonymous-auth", true, "serve requests without credentials as system:anonymous (the default policy lets it read health and version only); false refuses them with 401")
+	cmd.Flags().StringVar(&f.authzModes, "authorization-mode", "", "comma-separated authorizers after system:masters, in order: Node, RBAC, AlwaysAllow (default: Node,RBAC)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&f.serviceIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "CIDR of Service cluster IPs (IPv4); the first address goes to the kubernetes Service")
 	cmd.Flags().StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports, FROM-TO inclusive")
 	cmd.Flags().IntVar(&f.traceCapacity, "trace-capacity", trace.DefaultCapacity, "trace records the API server keeps per resource for kubette trace and the /ui/ page; 0 turns tracing off")
 	cmd.Flags().BoolVar(&f.componentsOverTLS, "components-over-tls", false, "components in this process (controllers, scheduler, kubelet, proxy, DNS, ingress) reach the API server over HTTPS with client certificates, as separate processes do; by default they call its handler in-process, skipping TLS and HTTP/2 on both ends")
 	cmd.Flags().DurationVar(&f.eventTTL, "event-ttl", time.Hour, "how long an Event lives after its last write, as upstream's --event-ttl: etcd deletes it then (through leases shared by the Events of a minute); 0 keeps Events until they are deleted")
+	cmd.Flags().StringVar(&f.saIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "issuer of ServiceAccount tokens (their iss claim and the API server's audience), served for OIDC discovery at /.well-known/openid-configuration when it is an https URL")
+	cmd.Flags().StringVar(&f.saJWKSURI, "service-account-jwks-uri", "", "jwks_uri of the OIDC discovery document (default: https://ADVERTISE-ADDRESS:PORT/openid/v1/jwks)")
+	cmd.Flags().DurationVar(&f.saMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest lifetime of a requested ServiceAccount token (0: no limit beyond 2^32 seconds)")
+	cmd.Flags().StringSliceVar(&f.disableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to turn off, comma-separated (e.g. ServiceAccount for an API server without the controller manager, which creates each namespace's default ServiceAccount)")
+	f.audit.register(cmd)
 	cmd.Flags().IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, "Go garbage collector target (as GOGC): heap growth in percent over the live heap before a collection; higher spends less CPU on collection and more memory; negative turns collection off. Without the flag, a GOGC environment variable wins")
 }
 
@@ -160,16 +179,19 @@ func (f *controlPlaneFlags) setGCPercent(cmd *cobra.Command) {
 }
 
 func (f *controlPlaneFlags) config() (cluster.Config, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return cluster.Config{}, fmt.Errorf("--log-level: %w", err)
+	logger, err := newLogger(f.logLevel)
+	if err != nil {
+		return cluster.Config{}, err
 	}
 	cfg := cluster.Config{
 		Config: controlplane.Config{
 			DataDir: f.dataDir, Port: f.port, BindAddress: f.bind, TokenAuthFile: f.tokenFile,
 			ServiceClusterIPRange: f.serviceIPRange, ServiceNodePortRange: f.nodePortRange,
 			TraceCapacity: f.traceCapacity, ComponentsOverTLS: f.componentsOverTLS, EventTTL: f.eventTTL,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+			ServiceAccountIssuer: f.saIssuer, ServiceAccountJWKSURI: f.saJWKSURI, ServiceAccountMaxTokenExpiration: f.saMaxTokenExpiration,
+			DisableAdmissionPlugins: f.disableAdmissionPlugins,
+			Audit:                   f.audit.config(),
+			Logger:                  logger,
 		},
 		ControllerManager: f.controllers,
 		Scheduler:         f.controllers,
@@ -186,6 +208,10 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	}
 	if f.etcdServers != "" {
 		cfg.EtcdServers = strings.Split(f.etcdServers, ",")
+	}
+	cfg.DisableAnonymousAuth = !f.anonymousAuth
+	if f.authzModes != "" {
+		cfg.AuthorizationModes = strings.Split(f.authzModes, ",")
 	}
 	return cfg, nil
 }
@@ -240,31 +266,61 @@ func newAPIServer() *cobra.Command {
 }
 
 func newControllerManager() *cobra.Command {
-	var kubeconfig, controllers, identity string
-	var leaderElect bool
+	var kubeconfig, controllers, identity, rootCAFile, logLevel, signingCert, signingKey string
+	var leaderElect, saCredentials bool
 	var workers int
+	var signingDuration time.Duration
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the controllers (Deployment, ReplicaSet, garbage collector, namespace, ...) against an API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("load kubeconfig: %w", err)
 			}
 			o := controller.ManagerOptions{Config: cfg, LeaderElect: leaderElect, Identity: identity, Workers: workers,
-				Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+				Logger: logger}
+			if saCredentials {
+				if o.ControllerConfig, err = credentials.ServiceAccounts(cmd.Context(), cfg); err != nil {
+					return err
+				}
+			}
+			if rootCAFile != "" {
+				if o.RootCA, err = os.ReadFile(rootCAFile); err != nil {
+					return fmt.Errorf("--root-ca-file: %w", err)
+				}
+			}
 			if controllers != "" {
 				o.Enabled = strings.Split(controllers, ",")
 			}
+			if (signingCert == "") != (signingKey == "") {
+				return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
+			}
+			if signingCert != "" {
+				if o.ClusterSigning, err = pki.LoadCAFiles(signingCert, signingKey); err != nil {
+					return fmt.Errorf("cluster signing CA: %w", err)
+				}
+			}
+			o.ClusterSigningDuration = signingDuration
 			return controllermanager.Run(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the controller manager (e.g. DATA_DIR/controller-manager.kubeconfig)")
+	cmd.Flags().BoolVar(&saCredentials, "use-service-account-credentials", true, "run each controller as its ServiceAccount kube-system/<controller>, with tokens requested with the kubeconfig's credentials, so that its default role decides what it may do (as kubeadm sets upstream's flag); false runs every controller with the kubeconfig's credentials")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().BoolVar(&leaderElect, "leader-elect", true, "run only while holding the kube-system/kube-controller-manager Lease")
 	cmd.Flags().StringVar(&identity, "identity", "", "leader election identity (default: hostname and a random suffix)")
 	cmd.Flags().StringVar(&controllers, "controllers", "", "comma-separated controllers to run (default: all)")
 	cmd.Flags().IntVar(&workers, "workers", 5, "workers per controller")
+	cmd.Flags().StringVar(&rootCAFile, "root-ca-file", "", "CA bundle published to every namespace as ConfigMap kube-root-ca.crt (default: the kubeconfig's certificate authority)")
+	cmd.Flags().StringVar(&signingCert, "cluster-signing-cert-file", "", "CA certificate (PEM) the built-in CSR signers issue from (e.g. DATA_DIR/pki/ca.crt); none: CSRs are not signed")
+	cmd.Flags().StringVar(&signingKey, "cluster-signing-key-file", "", "the key (PEM) of --cluster-signing-cert-file")
+	cmd.Flags().DurationVar(&signingDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate the CSR signers issue")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

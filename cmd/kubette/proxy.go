@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubette/kubette/internal/cluster"
 	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/proxy/nftables"
 )
@@ -70,11 +71,11 @@ func newProxy() *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the proxy")
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "this node's name (default: the hostname)")
 	cmd.Flags().StringVar(&serviceCIDR, "service-cidr", "10.96.0.0/12", "the ClusterIP range; packets to it that were not DNATed are rejected locally")
-	cmd.Flags().StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "the pod range: ClusterIP traffic from outside it is masqueraded")
+	cmd.Flags().StringVar(&clusterCIDR, "cluster-cidr", cluster.DefaultClusterCIDR, "the pod range: ClusterIP traffic from outside it is masqueraded")
 	cmd.Flags().StringSliceVar(&nodeIPs, "node-ip", nil, "addresses NodePorts answer on (default: every local address but 127.0.0.0/8)")
 	cmd.Flags().DurationVar(&minSync, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
 	cmd.Flags().DurationVar(&syncPeriod, "sync-period", time.Hour, "time between full syncs, which compare every rule with iptables-save and rewrite what differs")
-	cmd.Flags().BoolVar(&rejectUnrouted, "reject-unrouted-pod-cidr", true, "reject packets to cluster-CIDR addresses no local route serves (pods of simulated nodes)")
+	cmd.Flags().BoolVar(&rejectUnrouted, "reject-unrouted-pod-cidr", true, "reject packets to the Nodes' pod CIDRs (inside the cluster CIDR) that no local route serves (pods of simulated nodes); the rest of the cluster CIDR is not touched")
 	cmd.Flags().StringVar(&mode, "mode", proxy.ModeIPTables, "iptables or nftables (one nft table with verdict maps, applied with nft -f; needs the nft tool); starting one mode removes the other's rules")
 	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove every chain, jump and nftables table the proxy installed (either mode), then exit")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

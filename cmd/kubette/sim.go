@@ -2,19 +2,30 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/kubette/kubette/internal/logging"
+	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/sim"
 )
 
 func newSim() *cobra.Command {
 	var (
 		kubeconfig, cpu, memory, pods, storage, logLevel string
+		dataDir, certFile, keyFile, clientCAFile         string
 		labels, taints                                   []string
 		o                                                sim.Options
 	)
@@ -24,7 +35,13 @@ func newSim() *cobra.Command {
 		Long: `Registers --nodes Node objects as a kubelet would, keeps their Leases and Ready condition
 fresh, and moves pods bound to them to Running (with a pod IP from the node's pod CIDR) and,
 once deleted, away after their grace period (at most --max-deletion-grace). Runs until
-SIGTERM; the nodes stay behind unless --cleanup is given.`,
+SIGTERM; the nodes stay behind unless --cleanup is given.
+
+Every node has --node-ip (loopback by default) as its InternalIP and the simulator's own HTTPS
+port as its kubelet port: 'kubectl logs' of a simulated pod shows what its containers did (they
+run no process), and exec, attach and port-forward answer that the node is simulated. The port's
+certificate is issued from DATA_DIR/pki/ca.key, the CA of a control plane on this machine,
+unless --tls-cert-file is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(logLevel)
@@ -59,7 +76,10 @@ SIGTERM; the nodes stay behind unless --cleanup is given.`,
 				}
 				o.Taints = append(o.Taints, taint)
 			}
-			o.Logger = logger
+			o.Logger = logger.With(logging.ComponentKey, "sim")
+			if o.KubeletTLS, err = simKubeletTLS(dataDir, cmd.Flags().Changed("data-dir"), o.NodeIP, certFile, keyFile, clientCAFile, logger); err != nil {
+				return err
+			}
 			s, err := sim.New(cfg, o)
 			if err != nil {
 				return err
@@ -90,7 +110,12 @@ SIGTERM; the nodes stay behind unless --cleanup is given.`,
 	f.StringArrayVar(&taints, "taint", nil, "taint of every node, key=value:Effect or key:Effect (repeatable)")
 	f.StringVar(&o.PodCIDRBase, "pod-cidr", sim.DefaultPodCIDRBase, "range carved into one pod CIDR per node")
 	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", sim.DefaultNodeCIDRMaskSize, "prefix length of each node's pod CIDR")
-	f.StringVar(&o.NodeIPBase, "node-ip-range", sim.DefaultNodeIPBase, "range the nodes' InternalIPs come from")
+	f.StringVar(&o.NodeIP, "node-ip", sim.DefaultNodeIP, "InternalIP of every node, where the simulator serves their kubelet port: an address of this machine")
+	f.IntVar(&o.KubeletPort, "kubelet-port", 0, "the nodes' kubelet port (default: a free port)")
+	f.StringVar(&dataDir, "data-dir", defaultDataDir(), "data directory of the control plane on this machine, whose pki/ca.key issues the kubelet port's certificate")
+	f.StringVar(&certFile, "tls-cert-file", "", "the kubelet port's serving certificate (PEM), for --node-ip")
+	f.StringVar(&keyFile, "tls-private-key-file", "", "the kubelet port's serving key (PEM)")
+	f.StringVar(&clientCAFile, "client-ca-file", "", "CA that signs the API server's kubelet client certificate (default DATA_DIR/pki/ca.crt)")
 	f.DurationVar(&o.LeaseDuration, "lease-duration", sim.DefaultLeaseDuration, "leaseDurationSeconds of each node Lease")
 	f.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", 0, "how often each Lease is renewed (default lease-duration/4)")
 	f.DurationVar(&o.StatusInterval, "status-interval", sim.DefaultStatusInterval, "how often each node's conditions get a fresh heartbeat time")
@@ -102,6 +127,55 @@ SIGTERM; the nodes stay behind unless --cleanup is given.`,
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	_ = cmd.MarkFlagRequired("nodes")
 	return cmd
+}
+
+// simKubeletTLS is the TLS configuration of the simulated nodes' kubelet port: the given
+// certificate, or one issued for nodeIP by the cluster's CA in DATA_DIR/pki. Without either,
+// when --data-dir was not given, the port runs without one (the simulator says so) rather
+// than the simulator refusing to start.
+func simKubeletTLS(dataDir string, dataDirSet bool, nodeIP, certFile, keyFile, clientCAFile string, log *slog.Logger) (*tls.Config, error) {
+	pkiDir := filepath.Join(dataDir, "pki")
+	if clientCAFile == "" {
+		clientCAFile = filepath.Join(pkiDir, "ca.crt")
+	}
+	caPEM, err := os.ReadFile(clientCAFile)
+	if err != nil {
+		if certFile == "" && !dataDirSet && errors.Is(err, fs.ErrNotExist) {
+			log.Warn("no cluster CA found: the simulated nodes' kubelet port cannot serve the API server (give --data-dir, or --tls-cert-file, --tls-private-key-file and --client-ca-file)", "caFile", clientCAFile)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("client CA %s holds no certificate", clientCAFile)
+	}
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet port certificate: %w", err)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool}, nil
+	}
+	ca, err := pki.LoadCA(pkiDir)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet port certificate: give --tls-cert-file and --tls-private-key-file, or a DATA_DIR/pki with the cluster's CA (ca.crt, ca.key): %w", err)
+	}
+	ip := net.ParseIP(nodeIP)
+	if ip == nil {
+		return nil, fmt.Errorf("--node-ip %q is not an IP address", nodeIP)
+	}
+	certPEM, keyPEM, err := ca.LoadOrIssue(pkiDir, "sim-kubelet-serving", pki.CertSpec{
+		CommonName: "kubette-sim", DNSNames: []string{"localhost"}, IPs: []net.IP{ip}, Server: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubelet port certificate: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet port certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool}, nil
 }
 
 func flagOf(name corev1.ResourceName) string {

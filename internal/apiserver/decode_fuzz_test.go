@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/kubette/kubette/internal/registry"
-	"github.com/kubette/kubette/internal/registry/defaults"
-	"github.com/kubette/kubette/internal/registry/validation"
 )
 
 // FuzzDecodeBody drives arbitrary request bodies through the decoding path of a
@@ -41,10 +39,11 @@ func FuzzDecodeBody(f *testing.F) {
 			if _, err := s.decodeInto(data, mediaType, r.GroupVersionKind(), obj, "Strict"); err != nil {
 				continue
 			}
-			prepareForCreate(obj)
-			defaults.Apply(obj)
-			_ = validation.ValidateCreate(obj)
-			_ = validation.ValidateUpdate(obj, r.New())
+			r.PrepareForCreate(obj)
+			r.Default(obj)
+			_ = r.Validate(obj)
+			_ = r.ValidateUpdate("", obj, r.New())
+			_ = r.ValidateUpdate("status", obj, r.New())
 		}
 	})
 }

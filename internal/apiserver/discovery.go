@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -29,6 +30,12 @@ type subresourceInfo struct {
 
 func subresourceOf(r *registry.Resource, sub string) subresourceInfo {
 	own := r.GroupVersionKind()
+	if st, ok := r.Strategy.Subresources[sub]; ok && len(st.Verbs) > 0 {
+		// A subresource with update rules of its own says what it serves.
+		verbs := append(metav1.Verbs(nil), st.Verbs...)
+		sort.Strings(verbs)
+		return subresourceInfo{own, verbs}
+	}
 	switch sub {
 	case "status", "ephemeralcontainers":
 		return subresourceInfo{own, metav1.Verbs{"get", "patch", "update"}}
@@ -41,10 +48,15 @@ func subresourceOf(r *registry.Resource, sub string) subresourceInfo {
 	case subresourceExec, subresourceAttach, subresourcePortForward:
 		kind := map[string]string{subresourceExec: "PodExecOptions", subresourceAttach: "PodAttachOptions", subresourcePortForward: "PodPortForwardOptions"}[sub]
 		return subresourceInfo{schema.GroupVersionKind{Version: "v1", Kind: kind}, metav1.Verbs{"create", "get"}}
+	case subresourceProxy:
+		// PodProxyOptions, ServiceProxyOptions, NodeProxyOptions; OPTIONS and HEAD have no verb of their own.
+		return subresourceInfo{schema.GroupVersionKind{Version: "v1", Kind: r.Kind + "ProxyOptions"}, metav1.Verbs{"create", "delete", "get", "patch", "update"}}
 	case "finalize":
 		return subresourceInfo{own, metav1.Verbs{"update"}}
 	case "eviction":
 		return subresourceInfo{schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, metav1.Verbs{"create"}}
+	case "token":
+		return subresourceInfo{schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, metav1.Verbs{"create"}}
 	}
 	return subresourceInfo{own, metav1.Verbs{"get"}}
 }

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kubette/kubette/internal/registry"
-	"github.com/kubette/kubette/internal/registry/defaults"
 )
 
 // fieldManagers tracks managedFields on every write and serves server-side apply, with
@@ -36,10 +35,12 @@ type fieldManagers struct {
 	strip   *fieldpath.Set
 }
 
-type defaulter struct{}
+// defaulter applies a kind's defaults through its strategy (the field manager defaults
+// applied configurations before it merges them).
+type defaulter struct{ r *registry.Resource }
 
-// Default applies the upstream defaults.
-func (defaulter) Default(obj runtime.Object) { defaults.Apply(obj) }
+// Default applies the kind's defaults.
+func (d defaulter) Default(obj runtime.Object) { d.r.Default(obj) }
 
 func newFieldManagers(ctx context.Context, s *Server) *fieldManagers {
 	f := &fieldManagers{scheme: s.scheme, ready: make(chan struct{}), managers: map[string]*managedfields.FieldManager{}, log: s.log.Error,
@@ -51,15 +52,16 @@ func newFieldManagers(ctx context.Context, s *Server) *fieldManagers {
 	return f
 }
 
-func (f *fieldManagers) get(gvk schema.GroupVersionKind, sub string) (*managedfields.FieldManager, error) {
+func (f *fieldManagers) get(r *registry.Resource, sub string) (*managedfields.FieldManager, error) {
 	<-f.ready
+	gvk := r.GroupVersionKind()
 	key := gvk.String() + "/" + sub
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if m, ok := f.managers[key]; ok {
 		return m, nil
 	}
-	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, defaulter{}, f.scheme, gvk, gvk.GroupVersion(), sub, nil)
+	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, defaulter{r}, f.scheme, gvk, gvk.GroupVersion(), sub, nil)
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", gvk, err)
 	}
@@ -75,7 +77,7 @@ func (f *fieldManagers) update(r *registry.Resource, sub string, live, obj runti
 	if live == nil && sub == "" && f.createManaged(r, obj, manager) {
 		return obj
 	}
-	m, err := f.get(r.GroupVersionKind(), sub)
+	m, err := f.get(r, sub)
 	if err != nil {
 		f.log("managed fields", "err", err)
 		return obj
@@ -89,7 +91,7 @@ func (f *fieldManagers) update(r *registry.Resource, sub string, live, obj runti
 
 // apply merges an applied configuration into live as server-side apply does.
 func (f *fieldManagers) apply(r *registry.Resource, sub string, live, applied runtime.Object, manager string, force bool) (runtime.Object, error) {
-	m, err := f.get(r.GroupVersionKind(), sub)
+	m, err := f.get(r, sub)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func benchCreateObjects() map[string]runtime.Object {
 // generalCreate is the managedFields of a create through the general field manager.
 func generalCreate(tb testing.TB, f *fieldManagers, r *registry.Resource, obj runtime.Object, manager string) runtime.Object {
 	tb.Helper()
-	m, err := f.get(r.GroupVersionKind(), "")
+	m, err := f.get(r, "")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -137,43 +137,6 @@ func servedShared(r *registry.Resource, obj runtime.Object) runtime.Object {
 	return served(r, obj)
 }
 
-// podQOSClass computes a pod's QoS class as upstream does for cpu and memory.
-func podQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	guaranteed := true
-	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for _, c := range all {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := c.Resources.Requests[name]; ok && !q.IsZero() {
-				cur := requests[name]
-				cur.Add(q)
-				requests[name] = cur
-			}
-			if q, ok := c.Resources.Limits[name]; ok && !q.IsZero() {
-				cur := limits[name]
-				cur.Add(q)
-				limits[name] = cur
-			} else {
-				guaranteed = false
-			}
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	if guaranteed && len(limits) == 2 {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
 // bookmarkObject builds the object of a BOOKMARK event: the kind with only its resourceVersion.
 func bookmarkObject(r *registry.Resource, rev int64, initialEnd bool) runtime.Object {
 	obj := r.New()

@@ -3,14 +3,10 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +64,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, req *http.Request, ri *reque
 		s.updateScale(w, req, ri, patch, pt, o)
 		return
 	}
-	if ri.subresource != "" && ri.subresource != "status" && ri.subresource != subEphemeralContainers {
+	if ri.subresource != "" && !ri.res.SubresourceServes(ri.subresource, "patch") {
 		s.writeError(w, req, apierrors.NewMethodNotSupported(ri.res.GroupResource(), "patch"))
 		return
 	}
@@ -201,49 +197,26 @@ func (s *Server) handleApply(w http.ResponseWriter, req *http.Request, ri *reque
 	s.respondObject(w, req, ri.res, code, out)
 }
 
-// scaleOf builds the autoscaling/v1 Scale of a deployment or replica set.
-func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
-	var om metav1.ObjectMeta
-	var spec, status int32
-	var sel *metav1.LabelSelector
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		om, sel, status = o.ObjectMeta, o.Spec.Selector, o.Status.Replicas
-		if o.Spec.Replicas != nil {
-			spec = *o.Spec.Replicas
-		}
-	case *appsv1.ReplicaSet:
-		om, sel, status = o.ObjectMeta, o.Spec.Selector, o.Status.Replicas
-		if o.Spec.Replicas != nil {
-			spec = *o.Spec.Replicas
-		}
-	default:
-		return nil, fmt.Errorf("scale is not supported for %T", obj)
+// scaleOf builds the autoscaling/v1 Scale of obj through its kind's scale strategy.
+func scaleOf(r *registry.Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
+	if r.Strategy.Scale == nil {
+		return nil, fmt.Errorf("%s has no scale subresource", r.GroupResource())
 	}
-	selector := ""
-	if sel != nil {
-		ls, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return nil, err
-		}
-		selector = ls.String()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	spec, status, selector, err := r.Strategy.Scale.Replicas(obj)
+	if err != nil {
+		return nil, err
 	}
 	sc := &autoscalingv1.Scale{
-		ObjectMeta: metav1.ObjectMeta{Name: om.Name, Namespace: om.Namespace, UID: om.UID, ResourceVersion: om.ResourceVersion, CreationTimestamp: om.CreationTimestamp},
+		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(), CreationTimestamp: m.GetCreationTimestamp()},
 		Spec:       autoscalingv1.ScaleSpec{Replicas: spec},
 		Status:     autoscalingv1.ScaleStatus{Replicas: status, Selector: selector},
 	}
 	sc.APIVersion, sc.Kind = "autoscaling/v1", "Scale"
 	return sc, nil
-}
-
-func setReplicas(obj runtime.Object, n int32) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		o.Spec.Replicas = &n
-	case *appsv1.ReplicaSet:
-		o.Spec.Replicas = &n
-	}
 }
 
 func (s *Server) handleGetScale(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
@@ -252,7 +225,7 @@ func (s *Server) handleGetScale(w http.ResponseWriter, req *http.Request, ri *re
 		s.writeError(w, req, err)
 		return
 	}
-	sc, err := scaleOf(obj)
+	sc, err := scaleOf(ri.res, obj)
 	if err != nil {
 		s.writeError(w, req, apierrors.NewInternalError(err))
 		return
@@ -264,7 +237,7 @@ func (s *Server) handleGetScale(w http.ResponseWriter, req *http.Request, ri *re
 func (s *Server) updateScale(w http.ResponseWriter, req *http.Request, ri *requestInfo, body []byte, pt types.PatchType, o writeOptions) {
 	scaleGVK := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 	out, _, err := s.update(req.Context(), ri.res, ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, error) {
-		sc, err := scaleOf(cur)
+		sc, err := scaleOf(ri.res, cur)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -289,7 +262,7 @@ func (s *Server) updateScale(w http.ResponseWriter, req *http.Request, ri *reque
 		if want.Spec.Replicas < 0 {
 			return nil, apierrors.NewInvalid(scaleGVK.GroupKind(), ri.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), want.Spec.Replicas, "must be greater than or equal to 0")})
 		}
-		setReplicas(cur, want.Spec.Replicas)
+		ri.res.Strategy.Scale.SetReplicas(cur, want.Spec.Replicas)
 		m, _ := meta.Accessor(cur)
 		m.SetResourceVersion(want.ResourceVersion)
 		return cur, nil
@@ -298,92 +271,10 @@ func (s *Server) updateScale(w http.ResponseWriter, req *http.Request, ri *reque
 		s.writeError(w, req, err)
 		return
 	}
-	sc, err := scaleOf(out)
+	sc, err := scaleOf(ri.res, out)
 	if err != nil {
 		s.writeError(w, req, apierrors.NewInternalError(err))
 		return
 	}
 	s.writeObject(w, req, http.StatusOK, sc)
-}
-
-// handleBinding serves POST pods/binding: it assigns the pod to the target node once.
-func (s *Server) handleBinding(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
-	data, err := readBody(req)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	o := parseWriteOptions(req)
-	b := &corev1.Binding{}
-	if _, err := s.decodeInto(data, bodyMediaType(req), corev1.SchemeGroupVersion.WithKind("Binding"), b, o.validation); err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	name := ri.name
-	if name == "" {
-		name = b.Name
-	}
-	if b.Target.Name == "" {
-		s.writeError(w, req, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")}))
-		return
-	}
-	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		s.writeError(w, req, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})}))
-		return
-	}
-	_, _, err = s.update(req.Context(), ri.res, ri.namespace, name, func(cur runtime.Object) (runtime.Object, error) {
-		return bindPod(cur.(*corev1.Pod), b, ri.res, name, metav1.NewTime(s.cfg.Now().Truncate(1e9)))
-	}, updateOptions{writeOptions: o, subresource: "binding"})
-	if err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	s.writeConst(w, req, http.StatusCreated, s.bindingCreated)
-}
-
-// bindingCreatedStatus is the response to a successful binding, as upstream's.
-func bindingCreatedStatus() *metav1.Status {
-	st := &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated}
-	st.APIVersion, st.Kind = "v1", "Status"
-	return st
-}
-
-// bindPod returns cur assigned to the binding's node, as upstream's BindingREST: cur is
-// the stored state, shared with the watch cache, and stays as it is. The new pod shares
-// everything with cur but what the binding changes — the node name, the annotations and
-// the conditions — which are its own.
-func bindPod(cur *corev1.Pod, b *corev1.Binding, r *registry.Resource, name string, now metav1.Time) (*corev1.Pod, error) {
-	if cur.DeletionTimestamp != nil {
-		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
-	}
-	if b.UID != "" && b.UID != cur.UID {
-		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, cur.UID))
-	}
-	if cur.Spec.NodeName != "" {
-		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, cur.Spec.NodeName))
-	}
-	if len(cur.Spec.SchedulingGates) != 0 {
-		// A pod not ready for scheduling cannot be bound, as upstream.
-		return nil, apierrors.NewConflict(r.GroupResource(), name, fmt.Errorf("pod %s has non-empty .spec.schedulingGates", name))
-	}
-	pod := *cur
-	pod.Spec.NodeName = b.Target.Name
-	if len(b.Annotations) > 0 {
-		pod.Annotations = make(map[string]string, len(cur.Annotations)+len(b.Annotations))
-		maps.Copy(pod.Annotations, cur.Annotations)
-		maps.Copy(pod.Annotations, b.Annotations)
-	}
-	pod.Status.Conditions = slices.Clone(cur.Status.Conditions)
-	setPodCondition(&pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
-	return &pod, nil
-}
-
-func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == c.Type {
-			pod.Status.Conditions[i] = c
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, c)
 }

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -214,6 +215,7 @@ func (s *Server) kubeletLogURL(ctx context.Context, pod *corev1.Pod, opts *corev
 
 // proxyPodLog asks the kubelet at loc and streams its answer, flushing as data arrives.
 // insecure skips checking the kubelet's serving certificate (insecureSkipTLSVerifyBackend).
+// A WebSocket client gets the log as WebSocket messages (serveStreamOverWebSocket).
 func (s *Server) proxyPodLog(w http.ResponseWriter, req *http.Request, name string, loc *url.URL, insecure bool) {
 	if s.cfg.KubeletClientTLS == nil {
 		s.writeError(w, req, apierrors.NewServiceUnavailable("the API server has no kubelet client certificate"))
@@ -246,6 +248,10 @@ func (s *Server) proxyPodLog(w http.ResponseWriter, req *http.Request, name stri
 	defer resp.Body.Close()
 	if resp.StatusCode < http.StatusOK || resp.StatusCode > http.StatusPartialContent {
 		s.writeError(w, req, kubeletError(resp, name))
+		return
+	}
+	if wsstream.IsWebSocketRequest(req) {
+		s.serveStreamOverWebSocket(w, req, resp.Body)
 		return
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {

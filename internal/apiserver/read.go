@@ -43,10 +43,16 @@ func selectors(r *registry.Resource, q map[string][]string) (labels.Selector, fi
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 	}
-	for _, req := range fs.Requirements() {
-		if !r.SupportsField(req.Field) {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+	// Labels as the API version names them, to those of the stored object's fields.
+	fs, err = fs.Transform(func(label, value string) (string, string, error) {
+		stored, ok := r.FieldLabel(label)
+		if !ok {
+			return "", "", fmt.Errorf("field label not supported: %s", label)
 		}
+		return stored, value, nil
+	})
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
 	return ls, fs, nil
 }
@@ -155,19 +161,36 @@ func encodeContinue(rev int64, startKey, prefix string) string {
 	return base64.RawURLEncoding.EncodeToString(data)
 }
 
+// latestContinueRV is the revision of a continue token that continues at the latest
+// revision: the token a 410 for a compacted continue carries, as upstream's.
+const latestContinueRV = -1
+
+// decodeContinue returns the revision (0 for the latest) and the start key of a token.
 func decodeContinue(token, prefix string) (int64, string, error) {
 	data, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
 		return 0, "", fmt.Errorf("continue key is not valid: %w", err)
 	}
 	var t continueToken
-	if err := json.Unmarshal(data, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || t.RV <= 0 {
+	if err := json.Unmarshal(data, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || (t.RV <= 0 && t.RV != latestContinueRV) {
 		return 0, "", errors.New("continue key is not valid")
 	}
 	if strings.Contains(t.Start, "..") || strings.HasPrefix(t.Start, "/") {
 		return 0, "", errors.New("continue key is not valid: invalid start")
 	}
+	if t.RV == latestContinueRV {
+		return 0, prefix + t.Start, nil
+	}
 	return t.RV, prefix + t.Start, nil
+}
+
+// errContinueCompacted is upstream's answer to a continue token whose revision has been
+// compacted away: 410 Gone with a token that continues from the same key at the latest
+// revision (an inconsistent list, as the message says).
+func errContinueCompacted(startKey, prefix string) error {
+	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	err.ErrStatus.ListMeta.Continue = encodeContinue(latestContinueRV, startKey, prefix)
+	return err
 }
 
 func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
@@ -216,7 +239,7 @@ func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *reques
 		items, rev, next, remaining, err = s.listFromStorage(ctx, ri.res, prefix, atRev, startKey, limit, filter)
 		if err != nil {
 			if errors.Is(err, storage.ErrCompacted) && cont != "" {
-				s.writeError(w, req, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."))
+				s.writeError(w, req, errContinueCompacted(startKey, prefix))
 				return
 			}
 			s.writeError(w, req, s.storageError(ri.res, "", err))

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/kubette/kubette/internal/apiserver/admission"
+	"github.com/kubette/kubette/internal/apiserver/audit"
+	"github.com/kubette/kubette/internal/apiserver/flowcontrol"
 	"github.com/kubette/kubette/internal/apiserver/servicealloc"
 	"github.com/kubette/kubette/internal/apiserver/watchcache"
 	"github.com/kubette/kubette/internal/registry"
@@ -58,10 +62,32 @@ type Config struct {
 	// TraceCapacity is how many trace records each resource keeps for `kubette trace`
 	// and the /ui/ page (0: trace.DefaultCapacity); negative turns tracing off.
 	TraceCapacity int
+	// CompactionInterval is how often the server compacts the store's history (a store
+	// that is a storage.Compactor), as upstream's --etcd-compaction-interval: each time to
+	// the revision of the previous time, so that a revision lives 5 to 10 minutes at the
+	// default of 5m (continue tokens and watches from older ones get 410). Negative: never.
+	CompactionInterval time.Duration
 	// EventTTL is how long an Event lives after its last write (upstream's --event-ttl,
 	// whose default is 1h): the store deletes it then, and watchers see it deleted.
 	// 0 keeps Events until they are deleted.
 	EventTTL time.Duration
+	// Admission is the chain of admission plugins every create, update and delete goes
+	// through (none by default).
+	Admission admission.Chain
+	// Actions serve creates outside the generic store (reviews, serviceaccounts/token),
+	// besides the server's own (SelfSubjectReview). See Action.
+	Actions map[ActionKey]Action
+	// Extend, when set, is called once by New with the server, before it serves: it
+	// returns further admission plugins (appended to Admission) and actions. It is how
+	// plugins and actions that read the cluster through the server (Get, List) or write
+	// through it (LoopbackConfig) are built.
+	Extend func(s *Server) (admission.Chain, map[ActionKey]Action, error)
+	// Audit, when set, is the audit log's filter, after authentication (see Handler).
+	Audit *audit.Auditor
+	// FlowControlSeats is the number of requests API Priority and Fairness lets execute
+	// at once, shared by the priority levels (upstream's --max-requests-inflight plus
+	// --max-mutating-requests-inflight; 0: 600); negative turns it off.
+	FlowControlSeats int
 }
 
 // Server is the API server's request handling. Create it with New and serve Handler().
@@ -77,16 +103,26 @@ type Server struct {
 	metrics *metrics
 	svc     *serviceAllocators
 	tracer  *tracer // nil when tracing is off
+	proxy   *proxyTransports
 	// bindingCreated is the response to every successful binding, encoded once.
 	bindingCreated *constResponse
 	// eventTTL are the store options of a write of a resource that expires with the
 	// event TTL (nil when Events do not expire); built once, so writes pass it as is.
 	eventTTL []storage.WriteOption
+	// chain is the handler chain Handler built last (for LoopbackConfig).
+	chain atomic.Pointer[http.Handler]
+	// actions serve the creates the generic store does not (see Action).
+	actions map[ActionKey]Action
+	// paths serve non-resource paths of no kind (see HandlePath); written only before
+	// the server serves.
+	paths map[string]http.Handler
 
 	nsDeleted deletedNamespaces
 
 	readyOnce sync.Once
 	readyCh   chan struct{}
+	// apf is API Priority and Fairness (nil when off).
+	apf *flowcontrol.Controller
 }
 
 // New builds a server and starts its watch caches, which run until ctx is done.
@@ -112,6 +148,20 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		table: registry.NewTable(registry.Builtin()), caches: map[string]*watchcache.Cache{},
 		readyCh: make(chan struct{}),
 	}
+	s.actions = s.defaultActions()
+	for k, a := range cfg.Actions {
+		s.actions[k] = a
+	}
+	if cfg.Extend != nil {
+		chain, actions, err := cfg.Extend(s)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: %w", err)
+		}
+		s.cfg.Admission = append(append(admission.Chain{}, cfg.Admission...), chain...)
+		for k, a := range actions {
+			s.actions[k] = a
+		}
+	}
 	if s.bindingCreated, err = s.codecs.newConstResponse(bindingCreatedStatus()); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
@@ -121,7 +171,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.svc, err = newServiceAllocators(cfg); err != nil {
 		return nil, err
 	}
+	// The Service strategy's allocator works on this server's storage.
+	if svcRes, ok := s.table.Lookup(schemaCoreV1, "services"); ok {
+		svcRes.Strategy.Allocator = s.svc
+	}
 	s.startTrace()
+	s.proxy = newProxyTransports(cfg.KubeletClientTLS)
+	go s.proxy.closeIdleOnDone(ctx)
 	s.fields = newFieldManagers(ctx, s)
 	s.metrics = newMetrics()
 	if s.docs, err = newOpenAPIDocs(s.table); err != nil {
@@ -142,7 +198,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.caches[prefix] = c
 		go c.Run(ctx)
 	}
+	s.apf = s.startFlowControl(ctx)
 	go s.runServiceRepair(ctx, cfg.ServiceRepairInterval)
+	go s.runCompaction(ctx, cfg.CompactionInterval)
 	return s, nil
 }
 
@@ -193,6 +251,8 @@ type requestInfo struct {
 	name        string
 	subresource string
 	verb        string
+	// proxyPath is the path after {name}/proxy/ of a proxy request.
+	proxyPath string
 }
 
 // parseResourcePath interprets /api/v1/... and /apis/g/v/... paths. ok is false when the
@@ -220,6 +280,17 @@ func (s *Server) parseResourcePath(method, path string, watchParam bool) (*reque
 		ri.namespace = parts[1]
 		parts = parts[2:]
 	}
+	if len(parts) >= 3 && parts[2] == subresourceProxy {
+		// As upstream's subpath option: "/" and the rest of the path, with the trailing
+		// slash of the request ("/" for .../proxy/, "" for .../proxy).
+		if len(parts) > 3 {
+			ri.proxyPath = "/" + strings.Join(parts[3:], "/")
+		}
+		if strings.HasSuffix(path, "/") && !strings.HasSuffix(ri.proxyPath, "/") {
+			ri.proxyPath += "/"
+		}
+		parts = parts[:3]
+	}
 	if len(parts) == 0 || len(parts) > 3 {
 		return nil, false
 	}
@@ -236,6 +307,10 @@ func (s *Server) parseResourcePath(method, path string, watchParam bool) (*reque
 	}
 	if !res.Namespaced && ri.namespace != "" {
 		return nil, false
+	}
+	if ri.subresource == subresourceProxy {
+		ri.verb = proxyVerb(method)
+		return ri, true
 	}
 	switch method {
 	case http.MethodGet, http.MethodHead:

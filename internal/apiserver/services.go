@@ -114,11 +114,12 @@ func (t *serviceTxn) finish(ok bool) {
 	_ = t.a.ports.Release(ctx, ports...)
 }
 
-// allocateService gives a Service being created (old nil) or updated its cluster IP, node
+// Allocate gives a Service being created (old nil) or updated its cluster IP, node
 // ports and health check node port, and defaults its IP family fields, as upstream's
-// service REST storage does before validation. The returned function must be called with
-// whether the write succeeded. Other objects pass untouched.
-func (s *Server) allocateService(ctx context.Context, obj, oldObj runtime.Object, dryRun bool) (func(bool), error) {
+// service REST storage does before validation (the registry.Allocator of services). The
+// returned function must be called with whether the write succeeded. Other objects pass
+// untouched.
+func (a *serviceAllocators) Allocate(ctx context.Context, obj, oldObj runtime.Object, dryRun bool) (func(bool), error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return func(bool) {}, nil
@@ -128,11 +129,11 @@ func (s *Server) allocateService(ctx context.Context, obj, oldObj runtime.Object
 		old = oldObj.(*corev1.Service)
 		dropTypeDependentFields(svc, old)
 	}
-	if err := s.svc.waitReady(ctx); err != nil {
+	if err := a.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	t := &serviceTxn{a: s.svc}
-	err := s.allocateServiceFields(ctx, svc, old, t, dryRun)
+	t := &serviceTxn{a: a}
+	err := a.allocateServiceFields(ctx, svc, old, t, dryRun)
 	if dryRun {
 		t = nil
 	}
@@ -143,8 +144,7 @@ func (s *Server) allocateService(ctx context.Context, obj, oldObj runtime.Object
 	return t.finish, nil
 }
 
-func (s *Server) allocateServiceFields(ctx context.Context, svc, old *corev1.Service, t *serviceTxn, dryRun bool) error {
-	a := s.svc
+func (a *serviceAllocators) allocateServiceFields(ctx context.Context, svc, old *corev1.Service, t *serviceTxn, dryRun bool) error {
 	spec := &svc.Spec
 	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
 		spec.ClusterIPs = []string{spec.ClusterIP}
@@ -447,10 +447,10 @@ func containsIP(list []netip.Addr, ip netip.Addr) bool {
 	return false
 }
 
-// releaseService frees what a deleted Service held (other objects are ignored).
-func (s *Server) releaseService(obj runtime.Object) {
+// Release frees what a deleted Service held (other objects are ignored).
+func (a *serviceAllocators) Release(obj runtime.Object) {
 	if svc, ok := obj.(*corev1.Service); ok {
-		(&serviceTxn{a: s.svc, oldIPs: serviceIPs(svc), oldPorts: servicePorts(svc)}).finish(true)
+		(&serviceTxn{a: a, oldIPs: serviceIPs(svc), oldPorts: servicePorts(svc)}).finish(true)
 	}
 }
 
@@ -461,6 +461,14 @@ func (s *Server) releaseService(obj runtime.Object) {
 func (s *Server) runServiceRepair(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = defaultServiceRepairInterval
+	}
+	// The first repair writes the allocation records: it waits until every watch cache
+	// has listed, so that the caches start from the store's revision at start-up and a
+	// watch from then on (resourceVersion=1 on a fresh store) replays all that followed.
+	for _, c := range s.caches {
+		if err := c.WaitReady(ctx); err != nil {
+			return
+		}
 	}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		err := s.repairServices(ctx)

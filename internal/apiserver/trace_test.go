@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubette/kubette/internal/apiserver/authorizer"
 	"github.com/kubette/kubette/internal/apiserver/filters"
 	"github.com/kubette/kubette/internal/storage/etcd"
 	"github.com/kubette/kubette/internal/trace"
@@ -48,7 +49,7 @@ func traceServer(t testing.TB, capacity int) (*httptest.Server, func(user, ua st
 }
 
 // authzServer is traceServer with an authorizer (nil: every authenticated user may do anything).
-func authzServer(t testing.TB, capacity int, authz filters.Authorizer) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
+func authzServer(t testing.TB, capacity int, authz authorizer.Authorizer) (*httptest.Server, func(user, ua string) kubernetes.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/apiserver/authorizer"
 	"github.com/kubette/kubette/internal/trace"
 )
 
@@ -49,10 +49,10 @@ type ui struct {
 
 // withUI serves UIPath and hands every other request to next. authz, when not nil,
 // authorizes the reads the page's diagrams make on the user's behalf.
-func (s *Server) withUI(next http.Handler, authz filters.Authorizer) http.Handler {
+func (s *Server) withUI(next http.Handler, authz authorizer.Authorizer) http.Handler {
 	var inner http.Handler = http.HandlerFunc(s.route)
 	if authz != nil {
-		inner = filters.WithAuthorization(inner, authz)
+		inner = authorizer.WithAuthorization(inner, authz)
 	}
 	return &ui{
 		s: s, next: next,

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/apiserver/authorizer"
 	"github.com/kubette/kubette/internal/trace"
 )
 
@@ -222,11 +222,11 @@ func TestUITraceErrors(t *testing.T) {
 // noPods refuses one user every pod request.
 type noPods struct{ user string }
 
-func (n noPods) Authorize(u *filters.User, req *http.Request) (bool, string) {
-	if u != nil && u.Name == n.user && strings.Contains(req.URL.Path, "/pods") {
-		return false, "no pods for you"
+func (n noPods) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.User != nil && a.User.Name == n.user && a.Resource == "pods" {
+		return authorizer.NoOpinion, "no pods for you", nil
 	}
-	return filters.AuthenticatedAuthorizer{}.Authorize(u, req)
+	return authorizer.Authenticated{}.Authorize(ctx, a)
 }
 
 // The diagram's reads are authorized as the user who asked for the page.

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,9 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubette/kubette/internal/apiserver/admission"
 	"github.com/kubette/kubette/internal/registry"
-	"github.com/kubette/kubette/internal/registry/defaults"
-	"github.com/kubette/kubette/internal/registry/validation"
 	"github.com/kubette/kubette/internal/storage"
 )
 
@@ -132,16 +129,25 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	if r.HasSpec() {
 		m.SetGeneration(1)
 	}
-	prepareForCreate(obj)
-	defaults.Apply(obj)
-	finishAlloc, err := s.allocateService(ctx, obj, nil, o.dryRun)
+	r.PrepareForCreateIn(ctx, obj)
+	r.Default(obj)
+	attrs := s.admissionAttributes(ctx, r, admission.Create, "", obj, nil, o.dryRun)
+	if err := s.cfg.Admission.Admit(ctx, attrs); err != nil {
+		return nil, err
+	}
+	// A mutating plugin may have added what needs defaults (a volume, a container).
+	r.Default(obj)
+	finishAlloc, err := r.Allocate(ctx, obj, nil, o.dryRun)
 	if err != nil {
 		return nil, err
 	}
 	created := false
 	defer func() { finishAlloc(created) }()
-	if errs := validation.ValidateCreate(obj); len(errs) > 0 {
+	if errs := r.Validate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
+	}
+	if err := s.cfg.Admission.Validate(ctx, attrs); err != nil {
+		return nil, err
 	}
 	if !o.applied {
 		obj = s.fields.update(r, "", nil, obj, o.manager)
@@ -163,83 +169,6 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
 	setServedTypeMeta(r, obj)
 	return obj, nil
-}
-
-// prepareForCreate resets what a client may not set on create, as upstream strategies do.
-func prepareForCreate(obj runtime.Object) {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(o)}
-		if len(o.Spec.SchedulingGates) > 0 {
-			// As upstream: a gated pod says so from the start (kubectl shows SchedulingGated).
-			o.Status.Conditions = []corev1.PodCondition{{
-				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated,
-				Message: "Scheduling is blocked due to non-empty scheduling gates", LastTransitionTime: metav1.Now(),
-			}}
-		}
-	case *corev1.Node, *corev1.Namespace:
-		// Nodes register with their status; namespaces get phase Active from defaulting.
-	default:
-		registry.ClearStatus(obj)
-	}
-}
-
-// admitNamespace is the NamespaceLifecycle admission step: the namespace must exist and,
-// except for events, must not be terminating. The watch cache answers, except for a
-// namespace deleted in the last 30 s, which is read live as upstream does.
-func (s *Server) admitNamespace(ctx context.Context, r *registry.Resource, ns, name string) error {
-	if !r.Namespaced {
-		return nil
-	}
-	nsRes, _ := s.table.Lookup(schemaCoreV1, "namespaces")
-	obj, _, ok, err := s.cacheFor(nsRes).Get(ctx, nsRes.Key("", ns))
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if !ok || s.recentlyDeleted(ns) {
-		// The cache may lag a namespace created or deleted a moment ago: ask storage.
-		got, _, err := s.getFromStorage(ctx, nsRes, "", ns)
-		if err != nil {
-			return err
-		}
-		obj = got
-	}
-	n := obj.(*corev1.Namespace)
-	if r.Kind != "Event" && (n.Status.Phase == corev1.NamespaceTerminating || n.DeletionTimestamp != nil) {
-		e := apierrors.NewForbidden(r.GroupResource(), name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
-		e.ErrStatus.Details.Causes = append(e.ErrStatus.Details.Causes, metav1.StatusCause{
-			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", ns), Field: "metadata.namespace"})
-		return e
-	}
-	return nil
-}
-
-// deletedNamespaces remembers namespaces this server marked for deletion recently.
-type deletedNamespaces struct {
-	mu    sync.Mutex
-	times map[string]time.Time
-}
-
-func (s *Server) noteNamespaceDeleted(name string) {
-	s.nsDeleted.mu.Lock()
-	defer s.nsDeleted.mu.Unlock()
-	if s.nsDeleted.times == nil {
-		s.nsDeleted.times = map[string]time.Time{}
-	}
-	now := time.Now()
-	for n, t := range s.nsDeleted.times {
-		if now.Sub(t) > 30*time.Second {
-			delete(s.nsDeleted.times, n)
-		}
-	}
-	s.nsDeleted.times[name] = now
-}
-
-func (s *Server) recentlyDeleted(name string) bool {
-	s.nsDeleted.mu.Lock()
-	defer s.nsDeleted.mu.Unlock()
-	t, ok := s.nsDeleted.times[name]
-	return ok && time.Since(t) < 30*time.Second
 }
 
 // mutateFunc turns the current served object (a private copy; nil when absent and
@@ -337,11 +266,11 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 			return newObj, false, nil
 		}
 		var werr error
-		if shouldDeleteOnUpdate(newObj, newMeta) {
+		if shouldDeleteOnUpdate(r, newObj, newMeta) {
 			_, rev, derr := s.cfg.Store.Delete(ctx, key, curRev)
 			finishAlloc(false)
 			if derr == nil {
-				s.releaseService(newObj)
+				r.Release(newObj)
 				newMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 				return newObj, false, nil
 			}
@@ -453,30 +382,32 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 		setServedTypeMeta(r, newObj)
 		return newObj, cur, userRV, finish, nil
 	}
-	newObj = s.applySubresourceRules(r, o.subresource, cur, newObj)
+	newObj = r.UpdateThrough(o.subresource, newObj, cur)
 	newMeta, _ = meta.Accessor(newObj)
 	keepImmutableMeta(newMeta, curMeta)
-	defaults.Apply(newObj)
+	r.Default(newObj)
+	attrs := s.admissionAttributes(ctx, r, admission.Update, o.subresource, newObj, cur, o.dryRun)
+	if err := s.cfg.Admission.Admit(ctx, attrs); err != nil {
+		return nil, nil, "", nil, err
+	}
+	newObj = attrs.Object
+	newMeta, _ = meta.Accessor(newObj)
+	keepImmutableMeta(newMeta, curMeta)
 	if o.subresource == "" && r.HasSpec() && registry.SpecChanged(newObj, cur) {
 		newMeta.SetGeneration(curMeta.GetGeneration() + 1)
 	}
 	if o.subresource == "" {
-		if finish, err = s.allocateService(ctx, newObj, cur, o.dryRun); err != nil {
+		if finish, err = r.Allocate(ctx, newObj, cur, o.dryRun); err != nil {
 			return nil, nil, "", nil, err
 		}
 	}
-	var errs field.ErrorList
-	switch o.subresource {
-	case "status":
-		errs = validation.ValidateStatusUpdate(newObj, cur)
-	case subEphemeralContainers:
-		errs = validateEphemeralContainersUpdate(newObj, cur)
-	default:
-		errs = validation.ValidateUpdate(newObj, cur)
-	}
-	if len(errs) > 0 {
+	if errs := r.ValidateUpdate(o.subresource, newObj, cur); len(errs) > 0 {
 		finish(false)
 		return nil, nil, "", nil, invalid(r, name, errs)
+	}
+	if err := s.cfg.Admission.Validate(ctx, attrs); err != nil {
+		finish(false)
+		return nil, nil, "", nil, err
 	}
 	newMeta.SetResourceVersion(curMeta.GetResourceVersion())
 	setServedTypeMeta(r, newObj)
@@ -489,63 +420,6 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 	}
 	setServedTypeMeta(r, newObj)
 	return newObj, cur, userRV, finish, nil
-}
-
-// applySubresourceRules keeps what a verb may not change: the status through the main
-// resource, everything but the status through /status, everything but finalizers through /finalize.
-func (s *Server) applySubresourceRules(r *registry.Resource, sub string, cur, newObj runtime.Object) runtime.Object {
-	switch sub {
-	case "status":
-		// As upstream's status strategies: the spec (and the labels) stay as they are;
-		// the status and other metadata (annotations, such as a Deployment's revision) change.
-		registry.CopySpec(newObj, cur)
-		nm, _ := meta.Accessor(newObj)
-		cm, _ := meta.Accessor(cur)
-		nm.SetLabels(cm.GetLabels())
-		nm.SetOwnerReferences(cm.GetOwnerReferences())
-		return newObj
-	case subEphemeralContainers:
-		return ephemeralContainersUpdate(cur, newObj)
-	case "finalize":
-		out := cur.DeepCopyObject().(*corev1.Namespace)
-		if n, ok := newObj.(*corev1.Namespace); ok {
-			out.Spec.Finalizers = n.Spec.Finalizers
-			out.ResourceVersion = n.ResourceVersion
-		}
-		return out
-	case "":
-		if r.HasSubresource("status") {
-			registry.CopyStatus(newObj, cur)
-		}
-		if svc, ok := newObj.(*corev1.Service); ok {
-			keepServiceAllocations(svc, cur.(*corev1.Service))
-		}
-	}
-	return newObj
-}
-
-// keepServiceAllocations carries the allocated cluster IPs and node ports over an update
-// that leaves them out, as upstream does (a PUT built without reading them first).
-func keepServiceAllocations(svc, cur *corev1.Service) {
-	if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = cur.Spec.ClusterIP, cur.Spec.ClusterIPs
-	}
-	if len(svc.Spec.IPFamilies) == 0 {
-		svc.Spec.IPFamilies = cur.Spec.IPFamilies
-	}
-	if svc.Spec.HealthCheckNodePort == 0 {
-		svc.Spec.HealthCheckNodePort = cur.Spec.HealthCheckNodePort
-	}
-	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].NodePort != 0 {
-			continue
-		}
-		for _, old := range cur.Spec.Ports {
-			if old.Port == svc.Spec.Ports[i].Port && old.Protocol == svc.Spec.Ports[i].Protocol {
-				svc.Spec.Ports[i].NodePort = old.NodePort
-			}
-		}
-	}
 }
 
 // keepImmutableMeta restores the metadata a client can never change.
@@ -572,17 +446,14 @@ func unchanged(newObj, cur runtime.Object) bool {
 }
 
 // shouldDeleteOnUpdate reports whether an object marked for deletion has nothing left to wait for.
-func shouldDeleteOnUpdate(obj runtime.Object, m metav1.Object) bool {
+func shouldDeleteOnUpdate(r *registry.Resource, obj runtime.Object, m metav1.Object) bool {
 	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
 		return false
 	}
 	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
 		return false
 	}
-	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
-		return false
-	}
-	return true
+	return !r.Finalizing(obj)
 }
 
 func checkPreconditions(r *registry.Resource, name string, m metav1.Object, p *metav1.Preconditions) error {
@@ -731,15 +602,21 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		if err := checkPreconditions(r, name, m, opts.Preconditions); err != nil {
 			return nil, false, err
 		}
-		if _, ok := out.(*corev1.Namespace); ok && immortalNamespaces[name] {
-			return nil, false, apierrors.NewForbidden(r.GroupResource(), name, errors.New("this namespace may not be deleted"))
+		if err := r.CheckDelete(out); err != nil {
+			return nil, false, err
 		}
-		grace := int64(0)
-		if pod, ok := out.(*corev1.Pod); ok {
-			grace = podGracePeriod(pod, opts)
+		if attempt == 0 {
+			attrs := s.admissionAttributes(ctx, r, admission.Delete, "", nil, out, dryRun)
+			if err := s.cfg.Admission.Admit(ctx, attrs); err != nil {
+				return nil, false, err
+			}
+			if err := s.cfg.Admission.Validate(ctx, attrs); err != nil {
+				return nil, false, err
+			}
 		}
+		grace := r.GracePeriod(out, opts)
 		finalizers := m.GetFinalizers()
-		policy := propagation(opts)
+		policy := r.DeletePropagation(opts)
 		if m.GetDeletionTimestamp() == nil {
 			switch policy {
 			case metav1.DeletePropagationForeground:
@@ -748,15 +625,9 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 				finalizers = addString(finalizers, metav1.FinalizerOrphanDependents)
 			}
 		}
-		nsPending := false
-		if n, ok := out.(*corev1.Namespace); ok {
-			s.noteNamespaceDeleted(name)
-			if len(n.Spec.Finalizers) > 0 {
-				nsPending = true
-				n.Status.Phase = corev1.NamespaceTerminating
-			}
-		}
-		if len(finalizers) == 0 && grace == 0 && !nsPending {
+		s.observeDelete(r, name)
+		pending := r.PrepareForDelete(out)
+		if len(finalizers) == 0 && grace == 0 && !pending {
 			if dryRun {
 				return out, true, nil
 			}
@@ -767,7 +638,7 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 			if err != nil {
 				return nil, false, s.storageError(r, name, err)
 			}
-			s.releaseService(out)
+			r.Release(out)
 			m.SetResourceVersion(strconv.FormatInt(drev, 10))
 			return out, true, nil
 		}
@@ -775,7 +646,7 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		now := metav1.NewTime(s.cfg.Now().Truncate(time.Second))
 		if dt := m.GetDeletionTimestamp(); dt != nil {
 			old := m.GetDeletionGracePeriodSeconds()
-			if _, isPod := out.(*corev1.Pod); !isPod || old == nil || grace >= *old {
+			if !r.Graceful() || old == nil || grace >= *old {
 				return out, false, nil
 			}
 		}
@@ -805,34 +676,6 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		return out, false, nil
 	}
 	return nil, false, apierrors.NewConflict(r.GroupResource(), name, errors.New("too many concurrent changes, try again"))
-}
-
-func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
-	if opts.PropagationPolicy != nil {
-		return *opts.PropagationPolicy
-	}
-	if opts.OrphanDependents != nil && *opts.OrphanDependents {
-		return metav1.DeletePropagationOrphan
-	}
-	return metav1.DeletePropagationBackground
-}
-
-// podGracePeriod follows upstream CheckGracefulDelete: unscheduled or finished pods go at once.
-func podGracePeriod(pod *corev1.Pod, opts *metav1.DeleteOptions) int64 {
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return 0
-	}
-	g := int64(corev1.DefaultTerminationGracePeriodSeconds)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	if opts.GracePeriodSeconds != nil {
-		g = *opts.GracePeriodSeconds
-	}
-	if g < 0 {
-		g = 1
-	}
-	return g
 }
 
 func addString(list []string, s string) []string {
@@ -876,8 +719,3 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, req *http.Request
 	}
 	s.respondList(w, req, ri.res, deleted, rev, "", 0)
 }
-
-var schemaCoreV1 = corev1.SchemeGroupVersion
-
-// immortalNamespaces may not be deleted, as upstream's NamespaceLifecycle admission says.
-var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}

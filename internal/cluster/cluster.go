@@ -70,7 +70,9 @@ func Start(ctx context.Context, cfg Config) (*controlplane.ControlPlane, error) 
 		go func() {
 			defer components.Done()
 			campaign(ctx, log, func(ctx context.Context) error {
-				return controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, LeaderElect: true, Logger: log})
+				return controllermanager.Run(ctx, controller.ManagerOptions{Config: restCfg, RootCA: cp.CA().CertPEM,
+					ClusterSigning: cp.CA(), LeaderElect: true, Logger: log,
+					ControllerConfig: cp.ServiceAccountConfig})
 			})
 		}()
 	}

@@ -57,10 +57,20 @@ func startDNS(ctx context.Context, cp *controlplane.ControlPlane, serviceIP, nod
 		return fmt.Errorf("dns: %w", err)
 	}
 	run("dns", srv.Run)
+	// The Service is an add-on as kubeadm installs it, with the admin's rights: the DNS
+	// server itself only reads.
+	addonCfg, err := cp.ComponentConfig("addons", "system:kubette-addons", "system:masters")
+	if err != nil {
+		return fmt.Errorf("add-on credentials: %w", err)
+	}
+	addons, err := kubernetes.NewForConfig(addonCfg)
+	if err != nil {
+		return fmt.Errorf("add-on client: %w", err)
+	}
 	run("dns service", func(ctx context.Context) error {
 		// Retried until it holds: the API server may still be starting its allocators.
 		for {
-			err := publishDNS(ctx, client, serviceIP, nodeIP, int32(port))
+			err := publishDNS(ctx, addons, serviceIP, nodeIP, int32(port))
 			if err == nil || ctx.Err() != nil {
 				return nil
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/kubette/kubette/internal/kubelet/nodestatus"
 	"github.com/kubette/kubette/internal/kubelet/server"
 	"github.com/kubette/kubette/internal/proxy"
+	"github.com/kubette/kubette/internal/rbacpolicy"
 	"github.com/kubette/kubette/internal/runtime"
 )
 
@@ -43,6 +44,10 @@ type NodeConfig struct {
 // RuntimeUser is the user (client certificate common name) of a node's runtime, as
 // system:node:<node> is its kubelet's.
 func RuntimeUser(node string) string { return "system:kubette-runtime:" + node }
+
+// RuntimeGroup is the group of every node's runtime, which the default policy lets
+// record Events (the ClusterRole system:kubette-runtime).
+const RuntimeGroup = rbacpolicy.RuntimeGroup
 
 // DefaultPodCIDR is the pod range of the node `up` runs.
 const DefaultPodCIDR = "10.244.0.0/24"
@@ -83,14 +88,14 @@ func startNode(ctx context.Context, cp *controlplane.ControlPlane, dataDir, serv
 	rtCfg.DataDir = dataDir
 	rtCfg.Version = Version.GitVersion
 	rtCfg.Logger = log.With("component", "runtime")
-	restCfg, err := cp.ComponentConfig("kubelet", "system:node:"+cfg.Name)
+	restCfg, err := cp.ComponentConfig("kubelet", "system:node:"+cfg.Name, "system:nodes")
 	if err != nil {
 		return fmt.Errorf("kubelet credentials: %w", err)
 	}
 	if !cfg.NoRuntimeEvents {
 		// The runtime reports its steps of each pod as Events, under its own name per node
 		// (the trace's runtime/<node>).
-		rtRest, err := cp.ComponentConfig("runtime", RuntimeUser(cfg.Name))
+		rtRest, err := cp.ComponentConfig("runtime", RuntimeUser(cfg.Name), RuntimeGroup)
 		if err != nil {
 			return fmt.Errorf("runtime credentials: %w", err)
 		}

@@ -13,10 +13,15 @@ import (
 )
 
 // DefaultServiceCIDR and DefaultClusterCIDR are the address ranges of Services (unless
-// --service-cluster-ip-range says otherwise) and pods.
+// --service-cluster-ip-range says otherwise) and pods. The cluster range holds this node's
+// pod range (DefaultPodCIDR, 10.244.0.0/24) and the default pod ranges of `kubette sim`
+// (10.128.0.0/10): the proxy's guard rejects packets to the addresses of the Nodes' pod
+// CIDRs in it (spec.podCIDRs, simulated nodes' too) that no local route serves, so nothing
+// that dials a simulated pod sends a packet off this machine. The rest of the cluster range
+// is never rejected: the host's own network (its resolver, say) may lie in it.
 const (
 	DefaultServiceCIDR = "10.96.0.0/12"
-	DefaultClusterCIDR = "10.244.0.0/16"
+	DefaultClusterCIDR = "10.128.0.0/9"
 )
 
 // startProxy runs the service proxy of this node in mode (iptables, the default, or

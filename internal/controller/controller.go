@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kubette/kubette/internal/pki"
 )
 
 // Deps are what a controller is built from. Informers are shared: a constructor only
@@ -34,6 +37,15 @@ type Deps struct {
 	RESTMapper *restmapper.DeferredDiscoveryRESTMapper
 	// Logger receives the controller's logs (never nil from NewDeps).
 	Logger *slog.Logger
+	// RootCA is the cluster's CA bundle (PEM) that pods use to verify the API server
+	// (the root CA publisher puts it in every namespace); see ManagerOptions.RootCA.
+	RootCA []byte
+	// ClusterSigning is the CA (with its key) the CSR signers issue certificates from
+	// (upstream's --cluster-signing-cert-file and -key-file); nil signs nothing.
+	ClusterSigning *pki.CA
+	// ClusterSigningDuration is the longest certificate the signers issue (upstream's
+	// --cluster-signing-duration); zero means a year.
+	ClusterSigningDuration time.Duration
 	// Recorder returns an event recorder reporting as the named component
 	// (e.g. "deployment-controller"), as upstream controllers do.
 	Recorder func(component string) record.EventRecorder

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kubette/kubette/internal/pki"
 )
 
 // ManagerOptions configure a controller manager.
@@ -25,6 +27,19 @@ type ManagerOptions struct {
 	// User-Agent, as upstream's controller client builder does (default: the
 	// controller's name with "-controller").
 	ClientNames map[string]string
+	// RootCA is the CA bundle (PEM) the controllers publish for pods to verify the API
+	// server with (upstream's --root-ca-file); empty means the CA of Config (its CAData,
+	// or the file CAFile names), as upstream falls back to its kubeconfig's.
+	RootCA []byte
+	// ControllerConfig, when set, returns the client configuration of the controller
+	// whose client name is given, as upstream's --use-service-account-credentials gives
+	// each controller the identity of its ServiceAccount kube-system/<client name> (whose
+	// bootstrap role system:controller:<client name> holds just what it needs). Unset,
+	// every controller uses Config. The shared informers and leader election always use Config.
+	ControllerConfig func(clientName string) (*rest.Config, error)
+	// ClusterSigning and ClusterSigningDuration are given to the CSR signers (see Deps).
+	ClusterSigning         *pki.CA
+	ClusterSigningDuration time.Duration
 	// Enabled lists the controllers to run; empty means all.
 	Enabled []string
 	// Workers is the number of workers per controller (default 5).
@@ -69,6 +84,11 @@ func RunManager(ctx context.Context, o ManagerOptions) error {
 	names, err := enabled(o.Controllers, o.Enabled)
 	if err != nil {
 		return err
+	}
+	if len(o.RootCA) == 0 && o.Config != nil {
+		if o.RootCA, err = configCA(o.Config); err != nil {
+			return err
+		}
 	}
 	run := func(ctx context.Context) error { return runControllers(ctx, o, names) }
 	if !o.LeaderElect {
@@ -120,6 +140,22 @@ func runWithLease(ctx context.Context, o ManagerOptions, leaseName string, run f
 	return runErr
 }
 
+// configCA is the CA bundle a client configuration trusts: its CAData, or the contents
+// of its CAFile; nil when it has neither (in-process clients, plain HTTP).
+func configCA(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if cfg.CAFile == "" {
+		return nil, nil
+	}
+	ca, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the kubeconfig's certificate authority: %w", err)
+	}
+	return ca, nil
+}
+
 func enabled(all map[string]Constructor, want []string) ([]string, error) {
 	if len(want) == 0 {
 		for n := range all {
@@ -147,6 +183,8 @@ func runControllers(ctx context.Context, o ManagerOptions, names []string) error
 	}
 	starter.ServePodsAsObjects()
 	shared.Logger = o.Logger
+	shared.RootCA = o.RootCA
+	shared.ClusterSigning, shared.ClusterSigningDuration = o.ClusterSigning, o.ClusterSigningDuration
 	starters := []*Starter{starter}
 	var runners []Runner
 	for _, n := range names {
@@ -155,7 +193,13 @@ func runControllers(ctx context.Context, o ManagerOptions, names []string) error
 			clientName = n + "-controller"
 		}
 		// Its own clients and Event broadcaster; its informer factories stay empty.
-		own, ownStarter, err := NewDeps(o.Config, clientName)
+		cfg := o.Config
+		if o.ControllerConfig != nil {
+			if cfg, err = o.ControllerConfig(clientName); err != nil {
+				return fmt.Errorf("credentials of controller %s: %w", n, err)
+			}
+		}
+		own, ownStarter, err := NewDeps(cfg, clientName)
 		if err != nil {
 			return fmt.Errorf("clients of controller %s: %w", n, err)
 		}

@@ -7,27 +7,45 @@ import (
 	"context"
 
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controller/clusterroleaggregation"
+	"github.com/kubette/kubette/internal/controller/csrapproving"
+	"github.com/kubette/kubette/internal/controller/csrsigning"
 	"github.com/kubette/kubette/internal/controller/deployment"
 	"github.com/kubette/kubette/internal/controller/endpoints"
 	"github.com/kubette/kubette/internal/controller/endpointslice"
+	"github.com/kubette/kubette/internal/controller/endpointslicemirroring"
 	"github.com/kubette/kubette/internal/controller/garbagecollector"
 	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/replicaset"
+	"github.com/kubette/kubette/internal/controller/replication"
+	"github.com/kubette/kubette/internal/controller/resourcequota"
+	"github.com/kubette/kubette/internal/controller/rootcacertpublisher"
 	"github.com/kubette/kubette/internal/controller/serviceaccount"
 )
 
 // Controllers returns the registry of every controller, built in one place.
 func Controllers() map[string]controller.Constructor {
 	return map[string]controller.Constructor{
-		replicaset.Name: replicaset.New,
-		deployment.Name: func(d controller.Deps) (controller.Runner, error) { return deployment.New(d) },
+		replicaset.Name:  replicaset.New,
+		replication.Name: replication.New,
+		deployment.Name:  func(d controller.Deps) (controller.Runner, error) { return deployment.New(d) },
 		garbagecollector.Name: func(d controller.Deps) (controller.Runner, error) {
 			return garbagecollector.New(d)
 		},
-		endpoints.Name:      endpoints.New,
-		endpointslice.Name:  endpointslice.New,
-		namespace.Name:      func(d controller.Deps) (controller.Runner, error) { return namespace.New(d) },
-		serviceaccount.Name: func(d controller.Deps) (controller.Runner, error) { return serviceaccount.New(d) },
+		endpoints.Name:              endpoints.New,
+		endpointslice.Name:          endpointslice.New,
+		endpointslicemirroring.Name: endpointslicemirroring.New,
+		namespace.Name:              func(d controller.Deps) (controller.Runner, error) { return namespace.New(d) },
+		serviceaccount.Name:         func(d controller.Deps) (controller.Runner, error) { return serviceaccount.New(d) },
+		rootcacertpublisher.Name: func(d controller.Deps) (controller.Runner, error) {
+			return rootcacertpublisher.New(d)
+		},
+		resourcequota.Name: func(d controller.Deps) (controller.Runner, error) { return resourcequota.New(d) },
+		csrsigning.Name:    csrsigning.New,
+		csrapproving.Name:  func(d controller.Deps) (controller.Runner, error) { return csrapproving.New(d) },
+		clusterroleaggregation.Name: func(d controller.Deps) (controller.Runner, error) {
+			return clusterroleaggregation.New(d)
+		},
 	}
 }
 
@@ -48,12 +66,18 @@ func Run(ctx context.Context, o controller.ManagerOptions) error {
 // records and `kubette trace` know the controller by.
 func ClientNames() map[string]string {
 	return map[string]string{
-		replicaset.Name:       "replicaset-controller",
-		deployment.Name:       "deployment-controller",
-		garbagecollector.Name: "generic-garbage-collector",
-		endpoints.Name:        "endpoint-controller",
-		endpointslice.Name:    "endpointslice-controller",
-		namespace.Name:        "namespace-controller",
-		serviceaccount.Name:   "service-account-controller",
+		replicaset.Name:             "replicaset-controller",
+		replication.Name:            "replication-controller",
+		deployment.Name:             "deployment-controller",
+		garbagecollector.Name:       "generic-garbage-collector",
+		endpoints.Name:              "endpoint-controller",
+		endpointslice.Name:          "endpointslice-controller",
+		namespace.Name:              "namespace-controller",
+		serviceaccount.Name:         "service-account-controller",
+		rootcacertpublisher.Name:    "root-ca-cert-publisher",
+		resourcequota.Name:          resourcequota.ClientName,
+		csrsigning.Name:             "certificate-controller",
+		csrapproving.Name:           "certificate-controller",
+		clusterroleaggregation.Name: clusterroleaggregation.ClientName,
 	}
 }

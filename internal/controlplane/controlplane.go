@@ -20,22 +20,21 @@ import (
 
 	"github.com/kubette/kubette/internal/hostaddr"
 
-	"k8s.io/apimachinery/pkg/version"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubette/kubette/internal/apiserver"
+	"github.com/kubette/kubette/internal/apiserver/admission"
 	"github.com/kubette/kubette/internal/apiserver/filters"
 	"github.com/kubette/kubette/internal/apiserver/servicealloc"
 	"github.com/kubette/kubette/internal/inprocess"
+	"github.com/kubette/kubette/internal/logging"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/storage"
 	"github.com/kubette/kubette/internal/storage/etcd"
 )
-
-// Version is the Kubernetes version kubette reports.
-var Version = version.Info{Major: "1", Minor: "32", GitVersion: "v1.32.0-kubette", Platform: "linux/amd64", GoVersion: "go"}
 
 // Config configures a control plane.
 type Config struct {
@@ -52,6 +51,15 @@ type Config struct {
 	EtcdServers []string
 	// TokenAuthFile is an optional static token file (token,user,uid,"groups").
 	TokenAuthFile string
+	// DisableAnonymousAuth refuses requests without credentials with 401 (upstream's
+	// --anonymous-auth=false). By default, as upstream's, they are served as
+	// system:anonymous in system:unauthenticated, and the authorizers decide: the
+	// default policy lets them read /healthz, /livez, /readyz and /version only.
+	DisableAnonymousAuth bool
+	// AuthorizationModes are the authorizers after system:masters, in order, as upstream's
+	// --authorization-mode: Node, RBAC, AlwaysAllow. Empty means Node,RBAC (upstream's
+	// kubeadm default), with the default policy created and reconciled at start.
+	AuthorizationModes []string
 	// Logger receives logs (default slog.Default()).
 	Logger *slog.Logger
 	// UnsafeNoFsync turns off etcd's fsync (benchmarks and tests only).
@@ -79,12 +87,32 @@ type Config struct {
 	// EventTTL is how long an Event lives after its last write (`--event-ttl`, whose
 	// default is 1h as upstream's); 0 keeps Events until they are deleted.
 	EventTTL time.Duration
+	// ServiceAccountIssuer is the iss claim of ServiceAccount tokens and the issuer of the
+	// OIDC discovery documents (--service-account-issuer; default
+	// https://kubernetes.default.svc.cluster.local); it is also the API server's audience.
+	ServiceAccountIssuer string
+	// ServiceAccountJWKSURI is the jwks_uri of the OIDC discovery document
+	// (--service-account-jwks-uri; default https://ADVERTISE-ADDRESS:PORT/openid/v1/jwks).
+	ServiceAccountJWKSURI string
+	// ServiceAccountMaxTokenExpiration caps the lifetime of requested tokens
+	// (--service-account-max-token-expiration; 0: no cap).
+	ServiceAccountMaxTokenExpiration time.Duration
+	// DisableAdmissionPlugins names admission plugins to leave out of the chain
+	// (--disable-admission-plugins), e.g. ServiceAccount for an API server without the
+	// controller manager, whose namespaces have no default ServiceAccount (as upstream's
+	// integration tests do).
+	DisableAdmissionPlugins []string
 	// ComponentsOverTLS makes ComponentConfig return configurations that reach the API
 	// server over HTTPS with client certificates, as separate processes do. Unset, the
 	// components of this process call the API server's handler in-process (see package
 	// inprocess): the same authentication, authorization, admission and storage without
 	// the TLS and HTTP/2 work on both ends.
 	ComponentsOverTLS bool
+	// Audit configures the audit log (off unless both its policy file and path are set).
+	Audit AuditConfig
+	// FlowControlSeats is the number of requests API Priority and Fairness lets execute
+	// at once (apiserver.Config.FlowControlSeats: 0 is upstream's 600, negative is off).
+	FlowControlSeats int
 }
 
 // kubernetesServiceInterval is how often the kubernetes Service and its endpoints are
@@ -110,15 +138,27 @@ type ControlPlane struct {
 }
 
 // ComponentConfig issues a client certificate for a component (user is its common name,
-// e.g. system:kube-controller-manager), writes DATA_DIR/<name>.kubeconfig for running
-// it as a separate process, and returns the client configuration of the component
-// running in this process: in-process as that user unless Config.ComponentsOverTLS.
-func (c *ControlPlane) ComponentConfig(name, user string) (*rest.Config, error) {
-	cfg, err := componentConfig(c.ca, c.pkiDir, c.dataDir, c.URL, name, user)
+// e.g. system:kube-controller-manager, groups its organizations, e.g. system:nodes for a
+// kubelet), writes DATA_DIR/<name>.kubeconfig for running it as a separate process, and
+// returns the client configuration of the component running in this process: in-process
+// as that user unless Config.ComponentsOverTLS.
+func (c *ControlPlane) ComponentConfig(name, user string, groups ...string) (*rest.Config, error) {
+	cfg, err := componentConfig(c.ca, c.pkiDir, c.dataDir, c.URL, name, user, groups)
 	if err != nil || c.handler == nil {
 		return cfg, err
 	}
-	return &rest.Config{Host: c.URL, Transport: &inprocess.Transport{Handler: c.handler, User: &filters.User{Name: user, Groups: []string{}}}}, nil
+	return &rest.Config{Host: c.URL, Transport: &inprocess.Transport{Handler: c.handler,
+		User: &filters.User{Name: user, Groups: append([]string{}, groups...)}}}, nil
+}
+
+// ServiceAccountConfig is the client configuration of a component of this process that
+// acts as the ServiceAccount kube-system/<name> (user system:serviceaccount:kube-system:<name>
+// in the groups system:serviceaccounts and system:serviceaccounts:kube-system), as each
+// controller of upstream's controller manager does with --use-service-account-credentials.
+// Its certificate and kubeconfig are named sa-<name>.
+func (c *ControlPlane) ServiceAccountConfig(name string) (*rest.Config, error) {
+	return c.ComponentConfig("sa-"+name, "system:serviceaccount:kube-system:"+name,
+		"system:serviceaccounts", "system:serviceaccounts:kube-system")
 }
 
 // CA is the cluster's certificate authority, which components on this machine (the kubelet's
@@ -199,24 +239,45 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if sr.err != nil {
 		return nil, sr.err
 	}
+	auditor, stopAudit, err := openAudit(ctx, cfg.Audit, cfg.Logger)
+	if err != nil {
+		sr.stop()
+		return nil, err
+	}
+	// The audit log stops with the storage, after the HTTP server has served its last request.
+	stopStore := sr.stop
+	sr.stop = func() { stopAudit(); stopStore() }
 
+	sa, err := newSATokens(cfg, pkiDir)
+	if err != nil {
+		sr.stop()
+		return nil, err
+	}
+	var tokens *filters.TokenAuthenticator
+	if cfg.TokenAuthFile != "" {
+		if tokens, err = filters.LoadTokenFile(cfg.TokenAuthFile); err != nil {
+			sr.stop()
+			return nil, err
+		}
+		sa.static = tokens
+	}
+	deps := extensionDeps{cfg: cfg, ca: ca, pkiDir: pkiDir, dataDir: cfg.DataDir, sa: sa, built: &built{}}
 	srv, err := apiserver.New(ctx, apiserver.Config{Store: sr.store, Logger: cfg.Logger, Version: Version, MaxWatchTimeout: cfg.MaxWatchTimeout,
 		ServiceClusterIPRange: serviceIPs, ServiceNodePortRange: nodePorts, ServiceRepairInterval: cfg.ServiceRepairInterval,
-		TraceCapacity: cfg.TraceCapacity, EventTTL: cfg.EventTTL,
+		TraceCapacity: cfg.TraceCapacity, EventTTL: cfg.EventTTL, Audit: auditor, FlowControlSeats: cfg.FlowControlSeats,
+		Extend: func(s *apiserver.Server) (admission.Chain, map[apiserver.ActionKey]apiserver.Action, error) {
+			return extend(deps, s)
+		},
 		KubeletClientTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		sr.stop()
 		return nil, err
 	}
 	auth := filters.Union{inprocess.Authenticator{}, filters.X509Authenticator{}}
-	if cfg.TokenAuthFile != "" {
-		tokens, err := filters.LoadTokenFile(cfg.TokenAuthFile)
-		if err != nil {
-			sr.stop()
-			return nil, err
-		}
+	if tokens != nil {
 		auth = append(auth, tokens)
 	}
+	auth = append(auth, sa.auth)
 	ln := cfg.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
@@ -228,7 +289,27 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if addr, ok := ln.Addr().(*net.TCPAddr); ok {
 		cfg.BindAddress, cfg.Port = addr.IP.String(), addr.Port
 	}
-	handler := srv.Handler(auth, nil)
+	discoveryHost := cfg.BindAddress
+	if a, err := advertiseAddress(cfg); err == nil {
+		discoveryHost = a.String()
+	} else if discoveryHost == "0.0.0.0" || discoveryHost == "::" || discoveryHost == "" {
+		discoveryHost = "127.0.0.1"
+	}
+	if err := serveIssuerDiscovery(sa, cfg, srv, discoveryHost, cfg.Port); err != nil {
+		_ = ln.Close()
+		sr.stop()
+		return nil, err
+	}
+	authz, err := authorizers(deps, srv)
+	if err != nil {
+		sr.stop()
+		return nil, err
+	}
+	var authn filters.Authenticator = auth
+	if !cfg.DisableAnonymousAuth {
+		authn = filters.AnonymousFallback{Authenticator: auth}
+	}
+	handler := srv.Handler(authn, authz)
 	httpSrv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -253,6 +334,21 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		return nil, err
 	}
 	if err := srv.EnsureNamespaces(readyCtx, "default", "kube-system", "kube-public", "kube-node-lease"); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	if err := ensureSystemPriorityClasses(readyCtx, srv); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	if err := ensureFlowControlConfig(ctx, readyCtx, srv, cfg.Logger); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	if err := ensureDefaultPolicy(readyCtx, srv, cfg.Logger); err != nil {
 		_ = httpSrv.Close()
 		sr.stop()
 		return nil, err
@@ -321,7 +417,9 @@ func openStorage(ctx context.Context, cfg Config) (storage.Store, func(), error)
 		}
 		return st, func() { _ = st.Close() }, nil
 	}
-	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: cfg.UnsafeNoFsync})
+	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: cfg.UnsafeNoFsync,
+		// etcd's errors, in the process's one format (it is chatty below that).
+		Logger: logging.Zap(cfg.Logger.With(logging.ComponentKey, "etcd"), zapcore.ErrorLevel)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -411,8 +509,8 @@ func kubeletClientCert(ca *pki.CA, dir string) (tls.Certificate, error) {
 // componentConfig issues a client certificate for a component, writes its kubeconfig
 // under the data dir (for running the component as a separate process) and returns its
 // client configuration.
-func componentConfig(ca *pki.CA, pkiDir, dataDir, url, name, user string) (*rest.Config, error) {
-	certPEM, keyPEM, err := ca.LoadOrIssue(pkiDir, name, pki.CertSpec{CommonName: user, Client: true})
+func componentConfig(ca *pki.CA, pkiDir, dataDir, url, name, user string, groups []string) (*rest.Config, error) {
+	certPEM, keyPEM, err := ca.LoadOrIssue(pkiDir, name, pki.CertSpec{CommonName: user, Organization: groups, Client: true})
 	if err != nil {
 		return nil, err
 	}

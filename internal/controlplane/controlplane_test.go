@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubette/kubette/internal/apiserver/servicealloc"
@@ -38,6 +39,12 @@ func loopbackListener(t *testing.T) net.Listener {
 // directory; it stops when the test ends.
 func startServer(t *testing.T, cfg controlplane.Config) kubernetes.Interface {
 	t.Helper()
+	return kubernetes.NewForConfigOrDie(startServerConfig(t, cfg))
+}
+
+// startServerConfig is startServer returning the admin's client configuration.
+func startServerConfig(t *testing.T, cfg controlplane.Config) *rest.Config {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.DataDir, cfg.Listener = t.TempDir(), loopbackListener(t)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -57,7 +64,7 @@ func startServer(t *testing.T, cfg controlplane.Config) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	rc.QPS, rc.Burst = 1000, 2000
-	return kubernetes.NewForConfigOrDie(rc)
+	return rc
 }
 
 // TestTwoAPIServersAllocateDistinct creates 200 NodePort Services through two API servers

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kubette/kubette/internal/kubelet/fieldpath"
 )
@@ -21,19 +20,31 @@ type envInputs struct {
 	client      kubernetes.Interface
 	podIPs      []string
 	hostIPs     []string
-	allocatable v1.ResourceList // the node's, the default for unset limits
+	allocatable v1.ResourceList           // the node's, the default for unset limits
+	services    corelisters.ServiceLister // the Services whose variables pods get; nil: none
 }
 
-// containerEnv resolves a container's environment in the order the API defines: envFrom
-// sources first, then env entries, each value expanded with the variables defined before it.
+// containerEnv resolves a container's environment as upstream's kubelet: envFrom sources
+// first, then env entries (which override them), each value expanded with the variables
+// defined before it and the service variables; then the service variables (serviceEnv) the
+// container does not define itself.
 func containerEnv(ctx context.Context, in envInputs, pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks // the API defaults it to true
+	svcEnv, err := serviceEnv(in.services, pod.Namespace, links)
+	if err != nil {
+		return nil, err
+	}
 	vars := map[string]string{}
+	scope := make(map[string]string, len(svcEnv)) // what $(VAR) sees: vars over the service variables
+	for _, e := range svcEnv {
+		scope[e.Name] = e.Value
+	}
 	var order []string
 	set := func(k, v string) {
 		if _, ok := vars[k]; !ok {
 			order = append(order, k)
 		}
-		vars[k] = v
+		vars[k], scope[k] = v, v
 	}
 	for _, from := range c.EnvFrom {
 		switch {
@@ -70,7 +81,7 @@ func containerEnv(ctx context.Context, in envInputs, pod *v1.Pod, c *v1.Containe
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, fieldpath.Expand(e.Value, vars))
+			set(e.Name, fieldpath.Expand(e.Value, scope))
 			continue
 		}
 		v, ok, err := envValueFrom(ctx, in, pod, c, e.ValueFrom)
@@ -81,9 +92,14 @@ func containerEnv(ctx context.Context, in envInputs, pod *v1.Pod, c *v1.Containe
 			set(e.Name, v)
 		}
 	}
-	out := make([]v1.EnvVar, 0, len(order))
+	out := make([]v1.EnvVar, 0, len(order)+len(svcEnv))
 	for _, k := range order {
 		out = append(out, v1.EnvVar{Name: k, Value: vars[k]})
+	}
+	for _, e := range svcEnv {
+		if _, own := vars[e.Name]; !own {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
@@ -171,8 +187,7 @@ func first(s []string) string {
 	return s[0]
 }
 
-// resourceField resolves a resourceFieldRef: the container's request or limit (a limit
-// defaults to the node's allocatable) divided by the divisor, rounded up.
+// resourceField resolves a resourceFieldRef of c (or of the container it names).
 func resourceField(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList, ref *v1.ResourceFieldSelector) (string, error) {
 	if ref.ContainerName != "" && ref.ContainerName != c.Name {
 		found, ok := fieldpath.Container(pod, ref.ContainerName)
@@ -181,29 +196,7 @@ func resourceField(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList, re
 		}
 		c = found
 	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("unsupported resource %q", ref.Resource)
-	}
-	rn := v1.ResourceName(name)
-	var q resource.Quantity
-	var have bool
-	if kind == "limits" {
-		q, have = c.Resources.Limits[rn]
-		if !have {
-			q = allocatable[rn]
-		}
-	} else {
-		q = c.Resources.Requests[rn]
-	}
-	switch rn {
-	case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage:
-		return fieldpath.Scale(rn, q, ref.Divisor), nil
-	}
-	if k, ok := strings.CutPrefix(name, "hugepages-"); ok && k != "" {
-		return fieldpath.Scale(rn, q, ref.Divisor), nil
-	}
-	return "", fmt.Errorf("unsupported resource %q", ref.Resource)
+	return fieldpath.ContainerResource(c, allocatable, ref.Resource, ref.Divisor)
 }
 
 // expandAll expands every element of a command or args list with the container's environment.

@@ -82,7 +82,7 @@ func targetNamespace(pod *v1.Pod, c *v1.Container, rt *podRuntime, cfg *runtimea
 func (k *Kubelet) ephemeralStatuses(pod *v1.Pod, rt *podRuntime, w *podWorker) []v1.ContainerStatus {
 	var out []v1.ContainerStatus
 	for i := range pod.Spec.EphemeralContainers {
-		cs := k.containerStatus(pod, rt, w, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), false, true)
+		cs := k.containerStatus(pod, rt, w, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), false)
 		cs.Ready, cs.Started = false, nil
 		out = append(out, cs)
 	}

@@ -55,7 +55,9 @@ type ImageService interface {
 // VolumeManager materialises a pod's volumes on the node and turns its containers'
 // volumeMounts into CRI mounts.
 type VolumeManager interface {
-	Setup(ctx context.Context, pod *v1.Pod) error                     // materialise the pod's volumes (idempotent)
+	// Setup materialises the pod's volumes (idempotent; a later call updates their contents);
+	// allocatable is the node's, the default of downwardAPI limits a container does not set.
+	Setup(ctx context.Context, pod *v1.Pod, allocatable v1.ResourceList) error
 	Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) // CRI mounts for a container's volumeMounts
 	TearDown(ctx context.Context, uid types.UID) error                // after the pod is gone
 }

@@ -32,6 +32,7 @@ const (
 	DefaultBackoffInitial = 10 * time.Second
 	DefaultBackoffMax     = 5 * time.Minute
 	DefaultResolvConf     = "/etc/resolv.conf"
+	DefaultHostsFile      = "/etc/hosts"
 )
 
 // Config configures a Kubelet.
@@ -63,6 +64,9 @@ type Config struct {
 	Clock clock.WithTickerAndDelayedExecution
 	// ResolvConf is the host's resolver configuration pods get (default /etc/resolv.conf).
 	ResolvConf string
+	// HostsFile is the node's hosts file, which host-network pods get in their kubelet-managed
+	// /etc/hosts (default /etc/hosts).
+	HostsFile string
 	// ClusterDNS are the cluster DNS servers (the DNS Service's ClusterIP) pods with dnsPolicy
 	// ClusterFirst use; empty: pods get the host's resolvers.
 	ClusterDNS []string
@@ -78,6 +82,9 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// BackoffInitial and BackoffMax bound the restart and image pull back-off (10 s, 5 min).
 	BackoffInitial, BackoffMax time.Duration
+	// AllowedUnsafeSysctls are the sysctls (or prefixes ending in "*") pods may set beyond
+	// the safe ones, as upstream's --allowed-unsafe-sysctls; each must be namespaced.
+	AllowedUnsafeSysctls []string
 }
 
 // Kubelet runs the pods bound to one node.
@@ -90,8 +97,11 @@ type Kubelet struct {
 	podInformer  cache.SharedIndexInformer
 	nodeInformer cache.SharedIndexInformer
 	nodes        corelisters.NodeLister
+	services     corelisters.ServiceLister // every namespace's, for the service environment variables
+	svcInformer  cache.SharedIndexInformer
 	informers    []informers.SharedInformerFactory
 
+	sysctls      *sysctlAllowlist
 	crashBackoff *flowcontrol.Backoff
 	pullBackoff  *flowcontrol.Backoff
 
@@ -130,6 +140,9 @@ func New(cfg Config) (*Kubelet, error) {
 	if cfg.ResolvConf == "" {
 		cfg.ResolvConf = DefaultResolvConf
 	}
+	if cfg.HostsFile == "" {
+		cfg.HostsFile = DefaultHostsFile
+	}
 	if cfg.RelistPeriod <= 0 {
 		cfg.RelistPeriod = DefaultRelistPeriod
 	}
@@ -142,8 +155,13 @@ func New(cfg Config) (*Kubelet, error) {
 	if cfg.BackoffMax <= 0 {
 		cfg.BackoffMax = DefaultBackoffMax
 	}
+	sysctls, err := newSysctlAllowlist(kernelRelease(), cfg.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet: allowed unsafe sysctls: %w", err)
+	}
 	k := &Kubelet{
 		cfg:          cfg,
+		sysctls:      sysctls,
 		log:          cfg.Logger,
 		clock:        cfg.Clock,
 		recorder:     cfg.Recorder,
@@ -171,7 +189,10 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	k.nodeInformer = nodeFactory.Core().V1().Nodes().Informer()
 	k.nodes = nodeFactory.Core().V1().Nodes().Lister()
-	k.informers = []informers.SharedInformerFactory{podFactory, nodeFactory}
+	svcFactory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	k.svcInformer = svcFactory.Core().V1().Services().Informer()
+	k.services = svcFactory.Core().V1().Services().Lister()
+	k.informers = []informers.SharedInformerFactory{podFactory, nodeFactory, svcFactory}
 	if _, err := k.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { k.triggerAll() }, // pods wait for their node to be registered
 	}); err != nil {
@@ -242,10 +263,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		wg.Wait()
 		k.workersWG.Wait()
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), k.podInformer.HasSynced, k.nodeInformer.HasSynced) {
+	// The Services too, as upstream's kubelet waits for them: a pod started before would miss
+	// its service variables (KUBERNETES_SERVICE_HOST among them, which in-cluster clients need).
+	if !cache.WaitForCacheSync(ctx.Done(), k.podInformer.HasSynced, k.nodeInformer.HasSynced, k.svcInformer.HasSynced) {
 		return nil // stopped before the caches synced
 	}
-	// Workers start only now, with the pods and the node known; triggers before were
+	// Workers start only now, with the pods, the node and the Services known; triggers before were
 	// dropped, so every pod is triggered once here, and the first relist triggers what the
 	// runtime holds, orphans among it.
 	k.mu.Lock()

@@ -22,6 +22,8 @@ type podWorker struct {
 	startTime time.Time
 	// failures counts consecutive failed syncs (their retries back off).
 	failures int
+	// admitted is set once the pod passed (or failed) the kubelet's admission (admit.go).
+	admitted bool
 }
 
 // waitingReason is a container's waiting reason and message.

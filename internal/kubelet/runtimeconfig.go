@@ -28,16 +28,9 @@ func podLogDir(logDir string, pod *v1.Pod) string {
 	return filepath.Join(logDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
 }
 
-// sandboxConfig builds the CRI sandbox configuration of a pod (pure but for dns, which the
-// caller reads from the host's resolv.conf).
-func sandboxConfig(pod *v1.Pod, attempt uint32, logDir string, dns *runtimeapi.DNSConfig, nodeHostname string) *runtimeapi.PodSandboxConfig {
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
-	}
-	if len(hostname) > 63 {
-		hostname = strings.TrimRight(hostname[:63], "-.")
-	}
+// sandboxConfig builds the CRI sandbox configuration of a pod (pure: the caller reads dns from
+// the host's resolv.conf and works out the hostname of the pod's UTS namespace).
+func sandboxConfig(pod *v1.Pod, attempt uint32, logDir string, dns *runtimeapi.DNSConfig, hostname string) *runtimeapi.PodSandboxConfig {
 	if pod.Spec.HostNetwork {
 		// As upstream's kubelet: no hostname for a host-network sandbox, which shares the
 		// node's UTS namespace (containerd refuses to set one there).
@@ -89,7 +82,8 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, logDir string, dns *runtimeapi.D
 		if len(sc.Sysctls) > 0 {
 			cfg.Linux.Sysctls = map[string]string{}
 			for _, s := range sc.Sysctls {
-				cfg.Linux.Sysctls[s.Name] = s.Value
+				// The runtime gets the dotted form, as upstream's kubelet sends it.
+				cfg.Linux.Sysctls[normalizeSysctl(s.Name)] = s.Value
 			}
 		}
 	}

@@ -65,7 +65,7 @@ func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod,
 		alloc = n.Status.Allocatable
 		memCap = n.Status.Capacity.Memory().Value()
 	}
-	env, err := containerEnv(ctx, envInputs{client: k.cfg.Client, podIPs: sb.podIPs, hostIPs: sb.hostIPs, allocatable: alloc}, pod, c)
+	env, err := containerEnv(ctx, envInputs{client: k.cfg.Client, podIPs: sb.podIPs, hostIPs: sb.hostIPs, allocatable: alloc, services: k.services}, pod, c)
 	if err != nil {
 		return fail(reasonCreateContainerConfigError, err)
 	}
@@ -77,6 +77,13 @@ func (k *Kubelet) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod,
 		if mounts, err = k.cfg.Volumes.Mounts(pod, c); err != nil {
 			return fail(reasonCreateContainerConfigError, err)
 		}
+	}
+	hosts, err := k.hostsMount(pod, c, sb.podIPs)
+	if err != nil {
+		return fail(reasonCreateContainerConfigError, err)
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
 	}
 	if c.TerminationMessagePath != "" {
 		hostPath, err := k.terminationLogFile(pod, c, restartCount)

@@ -3,10 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -41,11 +38,14 @@ func (k *Kubelet) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	if err != nil {
 		return nil, fmt.Errorf("dns of %s: %w", podFullName(pod), err)
 	}
-	host, err := os.Hostname()
+	hostname, domain, err := podHostname(pod, k.cfg.ClusterDomain)
 	if err != nil {
-		host = k.cfg.NodeName
+		return nil, fmt.Errorf("sandbox config of %s: %w", podFullName(pod), err)
 	}
-	return sandboxConfig(pod, attempt, k.cfg.LogDir, dns, host), nil
+	if hostname, err = kernelHostname(hostname, domain, pod.Spec.SetHostnameAsFQDN); err != nil {
+		return nil, fmt.Errorf("sandbox config of %s: %w", podFullName(pod), err)
+	}
+	return sandboxConfig(pod, attempt, k.cfg.LogDir, dns, hostname), nil
 }
 
 // sandboxIPs are the pod's IPs: the sandbox's, or the node's for host-network pods.
@@ -99,23 +99,13 @@ func (k *Kubelet) podStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, terminal 
 	}
 	st.QOSClass = qosClass(pod)
 
-	initDone := true
 	st.InitContainerStatuses = nil
 	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		cs := k.containerStatus(pod, rt, w, c, true, true)
-		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
-		if isSidecar(c) {
-			if cs.State.Running == nil || cs.Started == nil || !*cs.Started {
-				initDone = false
-			}
-		} else if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			initDone = false
-		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, k.containerStatus(pod, rt, w, &pod.Spec.InitContainers[i], true))
 	}
 	st.ContainerStatuses = nil
 	for i := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, k.containerStatus(pod, rt, w, &pod.Spec.Containers[i], false, initDone))
+		st.ContainerStatuses = append(st.ContainerStatuses, k.containerStatus(pod, rt, w, &pod.Spec.Containers[i], false))
 	}
 	st.EphemeralContainerStatuses = k.ephemeralStatuses(pod, rt, w)
 	all := append(append([]v1.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...)
@@ -127,34 +117,13 @@ func (k *Kubelet) podStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, terminal 
 
 	now := apiTime(k.clock.Now())
 	setCondition(st, old, v1.PodReadyToStartContainers, boolStatus(rt.sandboxReady()), "", "", now)
-	if initDone {
-		setCondition(st, old, v1.PodInitialized, v1.ConditionTrue, "", "", now)
-	} else {
-		setCondition(st, old, v1.PodInitialized, v1.ConditionFalse, "ContainersNotInitialized",
-			"containers with incomplete status: "+unreadyList(pod.Spec.InitContainers, st.InitContainerStatuses, true), now)
+	for _, c := range []v1.PodCondition{
+		initializedCondition(&pod.Spec, all, phase),
+		podReadyCondition(&pod.Spec, old.Conditions, all, phase),
+		containersReadyCondition(&pod.Spec, all, phase),
+	} {
+		setCondition(st, old, c.Type, c.Status, c.Reason, c.Message, now)
 	}
-	ready, reason, msg := containersReady(pod, st)
-	if phase == v1.PodSucceeded || phase == v1.PodFailed {
-		ready, reason, msg = false, "PodCompleted", ""
-	}
-	setCondition(st, old, v1.ContainersReady, boolStatus(ready), reason, msg, now)
-	podReady, reason, msg := ready, reason, msg
-	if ready {
-		var missing []string
-		for _, g := range pod.Spec.ReadinessGates {
-			ok := false
-			for _, c := range old.Conditions {
-				ok = ok || (c.Type == g.ConditionType && c.Status == v1.ConditionTrue)
-			}
-			if !ok {
-				missing = append(missing, string(g.ConditionType))
-			}
-		}
-		if len(missing) > 0 {
-			podReady, reason, msg = false, "ReadinessGatesNotReady", "corresponding condition of pod readiness gate "+quoteList(missing)+" does not exist."
-		}
-	}
-	setCondition(st, old, v1.PodReady, boolStatus(podReady), reason, msg, now)
 	scheduled := false
 	for _, c := range st.Conditions {
 		scheduled = scheduled || c.Type == v1.PodScheduled
@@ -171,49 +140,6 @@ func boolStatus(b bool) v1.ConditionStatus {
 		return v1.ConditionTrue
 	}
 	return v1.ConditionFalse
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = strconv.Quote(n)
-	}
-	return "[" + strings.Join(q, " ") + "]"
-}
-
-// unreadyList names the containers that are not ready (or, for init containers, not done):
-// "[a b]".
-func unreadyList(specs []v1.Container, statuses []v1.ContainerStatus, init bool) string {
-	var names []string
-	for i, s := range statuses {
-		done := s.Ready
-		if init && !isSidecar(&specs[i]) {
-			done = s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
-		}
-		if !done {
-			names = append(names, s.Name)
-		}
-	}
-	return "[" + strings.Join(names, " ") + "]"
-}
-
-// containersReady: every app container and every sidecar is ready.
-func containersReady(pod *v1.Pod, st *v1.PodStatus) (bool, string, string) {
-	var unready []string
-	for i, s := range st.InitContainerStatuses {
-		if isSidecar(&pod.Spec.InitContainers[i]) && !s.Ready {
-			unready = append(unready, s.Name)
-		}
-	}
-	for _, s := range st.ContainerStatuses {
-		if !s.Ready {
-			unready = append(unready, s.Name)
-		}
-	}
-	if len(unready) == 0 {
-		return true, "", ""
-	}
-	return false, "ContainersNotReady", "containers with unready status: [" + strings.Join(unready, " ") + "]"
 }
 
 // setCondition sets a condition, keeping its transition time when its status is unchanged.
@@ -236,15 +162,17 @@ func setCondition(st *v1.PodStatus, old v1.PodStatus, t v1.PodConditionType, sta
 
 // containerStatus is the API status of one container from its instances in the runtime and
 // the reasons the kubelet recorded for it not running.
-func (k *Kubelet) containerStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, c *v1.Container, isInit, initDone bool) v1.ContainerStatus {
+func (k *Kubelet) containerStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, c *v1.Container, isInit bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	f := false
 	cs.Started = &f
 	insts := rt.instances(c.Name)
 	wr, hasReason := w.waiting[c.Name]
 	if len(insts) == 0 {
+		// As upstream, every container of a pod with init containers waits "PodInitializing"
+		// until it is created, the others "ContainerCreating".
 		reason := reasonContainerCreating
-		if !isInit && !initDone {
+		if len(pod.Spec.InitContainers) > 0 {
 			reason = reasonPodInitializing
 		}
 		var msg string
@@ -268,17 +196,21 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, rt *podRuntime, w *podWorker, c *
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: apiTime(time.Unix(0, l.status.StartedAt))}
 		started := k.started(pod, c)
 		cs.Started = &started
-		cs.Ready = started && k.ready(pod, c)
+		// A regular init container is ready only once it completed.
+		cs.Ready = started && k.ready(pod, c) && (!isInit || isSidecar(c))
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		t := k.terminated(pod, c, l)
 		// As upstream, the reason it does not run (RunContainerError, CrashLoopBackOff) shows
 		// only for a container that will be restarted; one that will not stays Terminated
 		// (a StartError with restartPolicy Never).
-		if hasReason && pod.DeletionTimestamp == nil && (isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, l)) {
+		completedInit := isInit && !isSidecar(c) && l.status.ExitCode == 0
+		if hasReason && !completedInit && pod.DeletionTimestamp == nil && (isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, l)) {
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: wr.reason, Message: wr.message}
 			cs.LastTerminationState = v1.ContainerState{Terminated: t}
 		} else {
 			cs.State.Terminated = t
+			// An init container that completed is ready, as upstream's prober manager says.
+			cs.Ready = completedInit
 		}
 	default:
 		reason, msg := reasonContainerCreating, ""

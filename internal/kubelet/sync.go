@@ -46,6 +46,9 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 		// A terminal pod never runs again; make sure nothing of it does.
 		return false, k.stopPod(ctx, pod, rt, gracePeriod(pod))
 	}
+	if rejected, err := k.admit(ctx, w, pod, rt); rejected || err != nil {
+		return false, err
+	}
 	if exceeded, left := k.activeDeadline(pod, w); exceeded {
 		return false, k.failPastDeadline(ctx, w, pod, rt)
 	} else if left > 0 {
@@ -128,6 +131,7 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		}
 		cfg, err := k.sandboxConfig(pod, attempt)
 		if err != nil {
+			k.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
 			return err
 		}
 		for _, s := range rt.sandboxes {
@@ -157,7 +161,11 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		return err
 	}
 	if k.cfg.Volumes != nil {
-		if err := k.cfg.Volumes.Setup(ctx, pod); err != nil {
+		var alloc v1.ResourceList
+		if n := k.node(); n != nil {
+			alloc = n.Status.Allocatable
+		}
+		if err := k.cfg.Volumes.Setup(ctx, pod, alloc); err != nil {
 			k.event(pod, "", v1.EventTypeWarning, "FailedMount", fmt.Sprintf("MountVolume.SetUp failed for pod %q: %v", podFullName(pod), err))
 			return fmt.Errorf("set up volumes of %s: %w", podFullName(pod), err)
 		}

@@ -1,25 +1,28 @@
 package kubelet
 
 import (
-	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubette/kubette/internal/kubelet/server"
 )
 
 // Limits on termination messages, as upstream's.
 const (
-	maxTerminationMessage = 4096
-	fallbackLogLines      = 80
-	fallbackLogBytes      = 2048
+	maxTerminationMessage int64 = 4096
+	fallbackLogLines            = 80
+	fallbackLogBytes            = 2048
 )
 
 // terminated is the terminated state of an exited container instance.
@@ -60,12 +63,13 @@ func (k *Kubelet) terminated(pod *v1.Pod, c *v1.Container, inst *containerState)
 // with FallbackToLogsOnError and a failure, the tail of its log.
 func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *containerState) string {
 	if c.TerminationMessagePath != "" {
-		if f, err := os.Open(k.terminationLogPath(pod.UID, c.Name, inst.restartCount)); err == nil {
-			b, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
-			f.Close()
-			if len(b) > 0 {
-				return string(b)
-			}
+		p := k.terminationLogPath(pod.UID, c.Name, inst.restartCount)
+		b, _, err := readTail(p, maxTerminationMessage)
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return fmt.Sprintf("Error on reading termination log %s: %v", p, err)
+		case len(b) > 0:
+			return string(b)
 		}
 	}
 	// A container that could not even start has no logs to fall back to.
@@ -80,44 +84,74 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *contain
 	return tailCRILog(logPath, fallbackLogLines, fallbackLogBytes)
 }
 
-// tailCRILog returns the last lines of a CRI-format log ("<time> <stream> <P|F> <text>"),
-// at most maxBytes of them.
-func tailCRILog(path string, lines, maxBytes int) string {
-	data, err := os.ReadFile(path)
+// readTail reads the last max bytes of a file (all of a shorter one); cut tells whether it
+// left out the beginning.
+func readTail(path string, max int64) (b []byte, cut bool, err error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil, false, err
 	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	partial := ""
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), " ", 4)
-		if len(f) < 3 {
-			continue
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	off := fi.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	b = make([]byte, fi.Size()-off)
+	n, err := f.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, err
+	}
+	return b[:n], off > 0, nil
+}
+
+// tailWindow is how much of the end of a log tailCRILog reads: far more than the entries of
+// the last maxBytes of output take.
+const tailWindow = 64 << 10
+
+// tailCRILog is the end of what a container wrote to its CRI-format log, as upstream's
+// kubelet reads it for a termination message: the output of the last `lines` entries (a
+// partial entry gives its text, a full one its text and a newline), of that the last
+// maxBytes.
+func tailCRILog(path string, lines, maxBytes int) string {
+	data, cut, err := readTail(path, tailWindow)
+	if err != nil {
+		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
+	}
+	if cut { // the window starts within an entry: skip it
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
 		}
-		text := ""
-		if len(f) == 4 {
-			text = f[3]
+	}
+	var entries []server.Entry
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i+1], data[i+1:]
+		} else {
+			data = nil
 		}
-		if f[2] == "P" {
-			partial += text
-			continue
+		if e, err := server.ParseLine(line); err == nil {
+			entries = append(entries, e)
 		}
-		out = append(out, partial+text)
-		partial = ""
 	}
-	if len(out) > lines {
-		out = out[len(out)-lines:]
+	if len(entries) > lines {
+		entries = entries[len(entries)-lines:]
 	}
-	s := strings.Join(out, "\n")
-	if len(out) > 0 {
-		s += "\n"
+	var out []byte
+	for _, e := range entries {
+		out = append(out, e.Log...)
+		if !e.Partial {
+			out = append(out, '\n')
+		}
 	}
-	if len(s) > maxBytes {
-		s = s[len(s)-maxBytes:]
+	if len(out) > maxBytes {
+		out = out[len(out)-maxBytes:]
 	}
-	return s
+	return string(out)
 }
 
 func (k *Kubelet) terminationLogPath(uid types.UID, name string, restartCount int) string {

@@ -182,7 +182,10 @@ type fakeVolumes struct {
 	tornDown []types.UID
 }
 
-func (f *fakeVolumes) Setup(context.Context, *v1.Pod) error { f.setups++; return nil }
+func (f *fakeVolumes) Setup(context.Context, *v1.Pod, v1.ResourceList) error {
+	f.setups++
+	return nil
+}
 func (f *fakeVolumes) Mounts(_ *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
 	var m []*runtimeapi.Mount
 	for _, vm := range c.VolumeMounts {
@@ -560,7 +563,7 @@ func TestSandboxConfig(t *testing.T) {
 			{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolTCP}, {ContainerPort: 53, HostPort: 5353, Protocol: v1.ProtocolUDP, HostIP: "127.0.0.1"}, {ContainerPort: 9090},
 		}}},
 	}}
-	cfg := sandboxConfig(pod, 2, "/logs", dns, "node")
+	cfg := sandboxConfig(pod, 2, "/logs", dns, "h1")
 	if cfg.Hostname != "h1" || cfg.LogDirectory != "/logs/ns_web_u1" || cfg.Metadata.Attempt != 2 || cfg.Linux.CgroupParent != "/kubette/podu1" {
 		t.Errorf("config %v", cfg)
 	}
@@ -571,7 +574,7 @@ func TestSandboxConfig(t *testing.T) {
 		t.Error("pod network expected")
 	}
 	pod.Spec.HostNetwork = true
-	cfg = sandboxConfig(pod, 0, "/logs", dns, "node")
+	cfg = sandboxConfig(pod, 0, "/logs", dns, "h1")
 	if cfg.Hostname != "" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host network: %v", cfg)
 	}
@@ -746,14 +749,6 @@ func TestPullPolicyDefault(t *testing.T) {
 		if got := pullPolicy(&v1.Container{Image: img}); got != want {
 			t.Errorf("%s: %s, want %s", img, got, want)
 		}
-	}
-}
-
-func TestTailCRILog(t *testing.T) {
-	path := writeFile(t, t.TempDir()+"/0.log",
-		"2026-01-01T00:00:00Z stdout F one\n2026-01-01T00:00:00Z stderr P tw\n2026-01-01T00:00:00Z stderr F o\n2026-01-01T00:00:00Z stdout F three\n")
-	if got := tailCRILog(path, 2, 100); got != "two\nthree\n" {
-		t.Errorf("tail = %q", got)
 	}
 }
 

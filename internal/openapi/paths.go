@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -107,6 +108,10 @@ func subresource(name string, gvk schema.GroupVersionKind, objType reflect.Type)
 		s.kind, s.methods = subCreate, []string{"post"}
 		s.body = reflect.TypeFor[policyv1.Eviction]()
 		s.gvk = policyv1.SchemeGroupVersion.WithKind("Eviction")
+	case "token":
+		s.kind, s.methods = subCreate, []string{"post"}
+		s.body = reflect.TypeFor[authenticationv1.TokenRequest]()
+		s.gvk = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
 	case "log":
 		s.kind, s.methods = subLog, []string{"get"}
 	case "exec", "attach", "portforward":

@@ -171,8 +171,8 @@ func (ca *CA) LoadOrIssue(dir, name string, spec CertSpec) (certPEM, keyPEM []by
 	return certPEM, keyPEM, nil
 }
 
-// covers reports whether a stored certificate still fits spec: its common name, its usages
-// (server, client) and every name and address.
+// covers reports whether a stored certificate still fits spec: its common name and
+// organizations (the user's groups), its usages (server, client) and every name and address.
 func covers(certPEM []byte, spec CertSpec) bool {
 	block, _ := pem.Decode(certPEM)
 	if block == nil {
@@ -182,7 +182,7 @@ func covers(certPEM []byte, spec CertSpec) bool {
 	if err != nil || time.Now().After(cert.NotAfter.Add(-24*time.Hour)) {
 		return false
 	}
-	if cert.Subject.CommonName != spec.CommonName ||
+	if cert.Subject.CommonName != spec.CommonName || !slices.Equal(cert.Subject.Organization, spec.Organization) ||
 		(spec.Server && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth)) ||
 		(spec.Client && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth)) {
 		return false

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // deploymentPrinter prints deployments: NAME READY UP-TO-DATE AVAILABLE AGE
@@ -55,16 +56,7 @@ func replicaSetPrinter() Printer {
 	specDoc := extensionsv1beta1.ReplicaSetSpec{}.SwaggerDoc()
 	statusDoc := extensionsv1beta1.ReplicaSetStatus{}.SwaggerDoc()
 	return Printer{
-		Columns: []metav1.TableColumnDefinition{
-			nameColumn(),
-			column("Desired", "integer", 0, specDoc["replicas"]),
-			column("Current", "integer", 0, statusDoc["replicas"]),
-			column("Ready", "integer", 0, statusDoc["readyReplicas"]),
-			ageColumn(),
-			column("Containers", "string", 1, "Names of each container in the template."),
-			column("Images", "string", 1, "Images referenced by each container in the template."),
-			column("Selector", "string", 1, specDoc["selector"]),
-		},
+		Columns: replicaColumns(specDoc, statusDoc),
 		Row: rowFor(func(rs *appsv1.ReplicaSet, now time.Time) []interface{} {
 			names, images := containerCells(rs.Spec.Template.Spec.Containers)
 			return []interface{}{
@@ -78,6 +70,21 @@ func replicaSetPrinter() Printer {
 				metav1.FormatLabelSelector(rs.Spec.Selector),
 			}
 		}),
+	}
+}
+
+// replicaColumns are the columns of ReplicaSets and ReplicationControllers: NAME DESIRED
+// CURRENT READY AGE | CONTAINERS IMAGES SELECTOR, described by the kind's own field docs.
+func replicaColumns(specDoc, statusDoc map[string]string) []metav1.TableColumnDefinition {
+	return []metav1.TableColumnDefinition{
+		nameColumn(),
+		column("Desired", "integer", 0, specDoc["replicas"]),
+		column("Current", "integer", 0, statusDoc["replicas"]),
+		column("Ready", "integer", 0, statusDoc["readyReplicas"]),
+		ageColumn(),
+		column("Containers", "string", 1, "Names of each container in the template."),
+		column("Images", "string", 1, "Images referenced by each container in the template."),
+		column("Selector", "string", 1, specDoc["selector"]),
 	}
 }
 
@@ -98,4 +105,48 @@ func containerCells(containers []corev1.Container) (names, images string) {
 		n[k], i[k] = c.Name, c.Image
 	}
 	return strings.Join(n, ","), strings.Join(i, ",")
+}
+
+// replicationControllerPrinter prints core/v1 ReplicationControllers as upstream:
+// NAME DESIRED CURRENT READY AGE | CONTAINERS IMAGES SELECTOR.
+func replicationControllerPrinter() Printer {
+	specDoc := corev1.ReplicationControllerSpec{}.SwaggerDoc()
+	statusDoc := corev1.ReplicationControllerStatus{}.SwaggerDoc()
+	return Printer{
+		Columns: replicaColumns(specDoc, statusDoc),
+		Row: rowFor(func(rc *corev1.ReplicationController, now time.Time) []interface{} {
+			var containers []corev1.Container
+			if rc.Spec.Template != nil {
+				containers = rc.Spec.Template.Spec.Containers
+			}
+			names, images := containerCells(containers)
+			return []interface{}{
+				rc.Name,
+				int64(desiredReplicas(rc.Spec.Replicas)),
+				int64(rc.Status.Replicas),
+				int64(rc.Status.ReadyReplicas),
+				translateTimestampSince(rc.CreationTimestamp, now),
+				names,
+				images,
+				labels.FormatLabels(rc.Spec.Selector),
+			}
+		}),
+	}
+}
+
+// podTemplatePrinter is upstream's PodTemplate table: the template's containers, images
+// and pod labels.
+func podTemplatePrinter() Printer {
+	return Printer{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			column("Containers", "string", 0, "Names of each container in the template."),
+			column("Images", "string", 0, "Images referenced by each container in the template."),
+			column("Pod Labels", "string", 0, "The labels for the pod template."),
+		},
+		Row: rowFor(func(pt *corev1.PodTemplate, _ time.Time) []interface{} {
+			names, images := containerCells(pt.Template.Spec.Containers)
+			return []interface{}{pt.Name, names, images, labels.FormatLabels(pt.Template.Labels)}
+		}),
+	}
 }

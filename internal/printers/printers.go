@@ -57,6 +57,10 @@ func For(gr schema.GroupResource) (Printer, bool) {
 			return serviceAccountPrinter(), true
 		case "events":
 			return eventPrinter(), true
+		case "replicationcontrollers":
+			return replicationControllerPrinter(), true
+		case "podtemplates":
+			return podTemplatePrinter(), true
 		}
 	case "events.k8s.io":
 		if gr.Resource == "events" {
@@ -83,6 +87,26 @@ func For(gr schema.GroupResource) (Printer, bool) {
 	case "coordination.k8s.io":
 		if gr.Resource == "leases" {
 			return leasePrinter(), true
+		}
+	case "certificates.k8s.io":
+		if gr.Resource == "certificatesigningrequests" {
+			return csrPrinter(), true
+		}
+	case "flowcontrol.apiserver.k8s.io":
+		switch gr.Resource {
+		case "flowschemas":
+			return flowSchemaPrinter(), true
+		case "prioritylevelconfigurations":
+			return priorityLevelPrinter(), true
+		}
+	case "rbac.authorization.k8s.io":
+		switch gr.Resource {
+		case "roles", "clusterroles":
+			return createdAtPrinter(), true
+		case "rolebindings":
+			return roleBindingPrinter(), true
+		case "clusterrolebindings":
+			return clusterRoleBindingPrinter(), true
 		}
 	}
 	return Printer{}, false

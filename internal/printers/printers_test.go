@@ -1,6 +1,7 @@
 package printers
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -99,6 +100,7 @@ func TestColumns(t *testing.T) {
 		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "LAST SEEN TYPE REASON OBJECT MESSAGE | SUBOBJECT SOURCE FIRST SEEN COUNT NAME"},
 		{schema.GroupResource{Group: "apps", Resource: "deployments"}, "NAME READY UP-TO-DATE AVAILABLE AGE | CONTAINERS IMAGES SELECTOR"},
 		{schema.GroupResource{Group: "apps", Resource: "replicasets"}, "NAME DESIRED CURRENT READY AGE | CONTAINERS IMAGES SELECTOR"},
+		{schema.GroupResource{Resource: "replicationcontrollers"}, "NAME DESIRED CURRENT READY AGE | CONTAINERS IMAGES SELECTOR"},
 		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "NAME CLASS HOSTS ADDRESS PORTS AGE"},
 		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"}, "NAME CONTROLLER PARAMETERS AGE"},
 		{schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "NAME HOLDER AGE"},
@@ -957,6 +959,22 @@ func TestWorkloadRows(t *testing.T) {
 			&appsv1.ReplicaSet{ObjectMeta: objMeta("bare"), Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(0))}},
 			[]interface{}{"bare", int64(0), int64(0), int64(0), "10m", "", "", "<none>"},
 		},
+		{
+			"replication controller",
+			schema.GroupResource{Resource: "replicationcontrollers"},
+			&corev1.ReplicationController{
+				ObjectMeta: objMeta("update-demo"),
+				Spec:       corev1.ReplicationControllerSpec{Replicas: ptr(int32(2)), Selector: map[string]string{"name": "update-demo", "app": "x"}, Template: &template},
+				Status:     corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1},
+			},
+			[]interface{}{"update-demo", int64(2), int64(2), int64(1), "10m", "web,sidecar", "nginx:1.27,busybox", "app=x,name=update-demo"},
+		},
+		{
+			"replication controller without template",
+			schema.GroupResource{Resource: "replicationcontrollers"},
+			&corev1.ReplicationController{ObjectMeta: objMeta("bare")},
+			[]interface{}{"bare", int64(1), int64(0), int64(0), "10m", "", "", "<none>"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1060,6 +1078,7 @@ func zeroObjects() map[schema.GroupResource][]runtime.Object {
 		{Group: "events.k8s.io", Resource: "events"}:             {&eventsv1.Event{}, (*eventsv1.Event)(nil)},
 		{Group: "apps", Resource: "deployments"}:                 {&appsv1.Deployment{}},
 		{Group: "apps", Resource: "replicasets"}:                 {&appsv1.ReplicaSet{}},
+		{Resource: "replicationcontrollers"}:                     {&corev1.ReplicationController{}},
 		{Group: "discovery.k8s.io", Resource: "endpointslices"}:  {&discoveryv1.EndpointSlice{}},
 		{Group: "networking.k8s.io", Resource: "ingresses"}:      {&networkingv1.Ingress{}},
 		{Group: "networking.k8s.io", Resource: "ingressclasses"}: {&networkingv1.IngressClass{}},
@@ -1218,5 +1237,24 @@ func TestTranslateTimestampSince(t *testing.T) {
 	}
 	if got := translateMicroTimestampSince(metav1.MicroTime{}, now); got != "<unknown>" {
 		t.Errorf("zero micro time = %q", got)
+	}
+}
+
+func TestPodTemplatePrinter(t *testing.T) {
+	p, ok := For(schema.GroupResource{Resource: "podtemplates"})
+	if !ok {
+		t.Fatal("no printer for podtemplates")
+	}
+	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Template: corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "img:1"}, {Name: "b", Image: "img:2"}}},
+	}}
+	cells, err := p.Row(pt, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []interface{}{"t", "a,b", "img:1,img:2", "app=web"}
+	if fmt.Sprint(cells) != fmt.Sprint(want) || len(p.Columns) != len(want) || p.Columns[3].Name != "Pod Labels" {
+		t.Errorf("cells %v columns %v, want %v", cells, p.Columns, want)
 	}
 }

@@ -15,7 +15,14 @@
 //     and its jumps first in filter OUTPUT and FORWARD, so a packet to an
 //     unknown ClusterIP is rejected locally, never routed out, even before the
 //     first Service is synced. The guard is never removed by a sync, only by
-//     Cleanup.
+//     Cleanup. With RejectUnroutedPodCIDR the guard also rejects packets to
+//     the pod CIDRs of the cluster's Nodes that no local route serves (the
+//     pods of simulated nodes, which exist nowhere), and nothing else of the
+//     cluster CIDR: Run first lists the Nodes (a Node informer, nodes.go),
+//     so that the guard it installs already knows them, and every change of
+//     the Nodes' pod CIDRs or of the host's routes (polled) syncs the guard.
+//     The Nodes' pod CIDRs are merged into the fewest covering prefixes, so
+//     5000 simulated /24s make a handful of rules.
 //   - Informer events only wake the sync loop. Syncs are coalesced: at once
 //     when the loop was idle for MinSyncPeriod, else when MinSyncPeriod has
 //     passed since the previous one; everything that changed meanwhile goes
@@ -97,8 +104,12 @@ type Options struct {
 	// externalTrafficPolicy Local Services) answer on; empty means every
 	// local address but 127.0.0.0/8 (health check ports: every address).
 	NodeIPs []netip.Addr
-	// RejectUnroutedPodCIDR makes the guard reject packets to ClusterCIDR
-	// addresses that no local route serves (pods of simulated nodes).
+	// RejectUnroutedPodCIDR makes the guard reject packets to the addresses
+	// of the Nodes' pod CIDRs (spec.podCIDRs, the parts inside ClusterCIDR)
+	// that no local route serves: pods of simulated nodes. Other addresses
+	// of ClusterCIDR (the host's own network, say) are never rejected. The
+	// proxy then watches Nodes; its Run waits for their first list before it
+	// installs the guard.
 	RejectUnroutedPodCIDR bool
 	// RoutedPodCIDRs lists the parts of ClusterCIDR this host routes; nil
 	// reads the kernel's IPv4 routes (see KernelRoutedPrefixes). Used only
@@ -173,6 +184,7 @@ type Proxy struct {
 	nft          *nftables.Applier // nftables mode; nil in iptables mode
 	nftRun       nftables.Runner
 	events       syncEvents // traceevents.go
+	nodes        *nodeCIDRs // nodes.go; nil without RejectUnroutedPodCIDR
 
 	mu        sync.Mutex
 	lastError error
@@ -282,6 +294,20 @@ func (p *Proxy) kick() {
 // Run installs the guard, then syncs the rules until ctx is done. The rules
 // stay in place when it returns (Cleanup removes them).
 func (p *Proxy) Run(ctx context.Context) error {
+	if p.o.RejectUnroutedPodCIDR {
+		// The guard must know the Nodes' pod CIDRs: installed without them it
+		// would let packets to simulated pods out (a restarted proxy replaces
+		// its predecessor's guard, which knew them).
+		nodes, err := newNodeCIDRs(p.o.Client, p.kick)
+		if err != nil {
+			return err
+		}
+		defer nodes.factory.Shutdown()
+		if !nodes.start(ctx) {
+			return nil // ctx done
+		}
+		p.nodes = nodes
+	}
 	// Another writer of the host's tables (iptables-restore of another tool,
 	// a second proxy being cleaned up) can remove the guard between its
 	// restore and the jumps' insert: install it again a few times first.
@@ -345,7 +371,7 @@ const guardAttempts = 5
 func (p *Proxy) installGuard(ctx context.Context) error {
 	o, err := p.withRoutes(p.ipt)
 	if err != nil {
-		p.log.Warn("cannot read the routed pod CIDRs; the guard rejects the whole cluster CIDR until they are known", "err", err)
+		p.log.Warn("cannot read the routed pod CIDRs; the guard rejects every Node's pod CIDR until they are known", "err", err)
 	}
 	if p.nft != nil {
 		return p.nft.InstallGuard(ctx, o)
@@ -359,9 +385,14 @@ func (p *Proxy) installGuard(ctx context.Context) error {
 	return nil
 }
 
+// withRoutes returns o with the Nodes' pod CIDRs and the routed ones; on
+// an error of RoutedPodCIDRs it has the Nodes' pod CIDRs but no routed ones.
 func (p *Proxy) withRoutes(o iptables.Options) (iptables.Options, error) {
 	if !o.RejectUnroutedPodCIDR {
 		return o, nil
+	}
+	if p.nodes != nil {
+		o.NodePodCIDRs = p.nodes.merged()
 	}
 	routed, err := p.o.RoutedPodCIDRs(o.ClusterCIDR)
 	o.RoutedPodCIDRs = routed

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -169,24 +170,33 @@ func TestRealIptablesInNetns(t *testing.T) {
 }
 
 // TestRealGuardRejectsUnroutedPodCIDR checks, in the kernel, that with
-// RejectUnroutedPodCIDR a connect to a pod address without a local route
-// (a simulated node's pod) is refused at once while a routed pod answers.
+// RejectUnroutedPodCIDR a connect to an address of a Node's pod CIDR
+// without a local route (a simulated node's pod) is refused at once while a
+// routed pod answers, and so does an address of the cluster CIDR in no
+// Node's pod CIDR (the host's own network may lie in the cluster CIDR).
 func TestRealGuardRejectsUnroutedPodCIDR(t *testing.T) {
 	netns, runner := testNetns(t)
 	inNetns(t, netns, "ip", "addr", "add", "10.244.1.5/32", "dev", "lo")
+	inNetns(t, netns, "ip", "addr", "add", "10.244.9.9/32", "dev", "lo")
 	inNetns(t, netns, "ip", "route", "add", "10.244.0.0/16", "dev", "lo", "src", "10.244.1.5")
-	httpd := exec.Command("ip", "netns", "exec", netns, "/bin/busybox", "httpd", "-f", "-p", "10.244.1.5:80", "-h", t.TempDir())
-	if err := httpd.Start(); err != nil {
-		t.Fatal(err)
+	for _, addr := range []string{"10.244.1.5:80", "10.244.9.9:80"} {
+		httpd := exec.Command("ip", "netns", "exec", netns, "/bin/busybox", "httpd", "-f", "-p", addr, "-h", t.TempDir())
+		if err := httpd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
 	}
-	t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
+	nodes := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sim-node-0"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.7.0/24", PodCIDRs: []string{"10.244.7.0/24"}}},
+	)
 	t.Cleanup(func() {
 		if err := Cleanup(context.Background(), runner); err != nil {
 			t.Errorf("Cleanup: %v", err)
 		}
 	})
 	p, err := New(Options{
-		Client: fake.NewClientset(), ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16",
+		Client: nodes, ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16",
 		RejectUnroutedPodCIDR: true, Iptables: runner, Logger: quietLogger(),
 		RoutedPodCIDRs: func(netip.Prefix) ([]netip.Prefix, error) {
 			return []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")}, nil
@@ -205,6 +215,9 @@ func TestRealGuardRejectsUnroutedPodCIDR(t *testing.T) {
 	}
 	if out, err := nc("10.244.1.5"); err != nil || !strings.HasPrefix(out, "HTTP/1.") {
 		t.Errorf("routed pod: %v %q, want an HTTP answer", err, out)
+	}
+	if out, err := nc("10.244.9.9"); err != nil || !strings.HasPrefix(out, "HTTP/1.") {
+		t.Errorf("cluster CIDR address of no node: %v %q, want an HTTP answer", err, out)
 	}
 	if out, err := nc("10.244.7.7"); err == nil || !strings.Contains(out, "refused") {
 		t.Errorf("unrouted pod: %v %q, want connection refused", err, out)

@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +34,7 @@ func Builtin() []*Resource {
 			GroupVersion: coreV1, Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace",
 			ShortNames: []string{"ns"}, StoragePrefix: "/registry/namespaces", Subresources: []string{"status", "finalize"},
 			ReturnDeletedObject: true,
+			Strategy:            namespaceStrategy(),
 			New:                 func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
 			Fields: func(obj runtime.Object) fields.Set {
 				ns, _ := obj.(*corev1.Namespace)
@@ -45,15 +47,17 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod", Namespaced: true,
 			ShortNames: []string{"po"}, Categories: []string{"all"}, StoragePrefix: "/registry/pods",
-			Subresources:        []string{"status", "binding", "log", "ephemeralcontainers", "exec", "attach", "portforward"},
+			Subresources:        []string{"status", "binding", "log", "ephemeralcontainers", "exec", "attach", "portforward", "proxy"},
 			ReturnDeletedObject: true,
+			Strategy:            podStrategy(),
 			New:                 func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
 			Fields: podFields,
 		},
 		{
 			GroupVersion: coreV1, Kind: "Node", ListKind: "NodeList", Plural: "nodes", Singular: "node",
-			ShortNames: []string{"no"}, StoragePrefix: "/registry/minions", Subresources: []string{"status"},
-			New: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} },
+			ShortNames: []string{"no"}, StoragePrefix: "/registry/minions", Subresources: []string{"status", "proxy"},
+			Strategy: typed(Strategy{PrepareForCreate: keepStatus}),
+			New:      func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} },
 			Fields: func(obj runtime.Object) fields.Set {
 				n, _ := obj.(*corev1.Node)
 				if n == nil {
@@ -64,8 +68,9 @@ func Builtin() []*Resource {
 		},
 		{
 			GroupVersion: coreV1, Kind: "Service", ListKind: "ServiceList", Plural: "services", Singular: "service", Namespaced: true,
-			ShortNames: []string{"svc"}, Categories: []string{"all"}, StoragePrefix: "/registry/services/specs", Subresources: []string{"status"},
+			ShortNames: []string{"svc"}, Categories: []string{"all"}, StoragePrefix: "/registry/services/specs", Subresources: []string{"status", "proxy"},
 			ReturnDeletedObject: true,
+			Strategy:            serviceStrategy(),
 			New:                 func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} },
 			Fields: func(obj runtime.Object) fields.Set {
 				s, _ := obj.(*corev1.Service)
@@ -99,9 +104,14 @@ func Builtin() []*Resource {
 		},
 		{
 			GroupVersion: coreV1, Kind: "ServiceAccount", ListKind: "ServiceAccountList", Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
-			ShortNames: []string{"sa"}, StoragePrefix: "/registry/serviceaccounts",
+			ShortNames: []string{"sa"}, StoragePrefix: "/registry/serviceaccounts", Subresources: []string{"token"},
 			ReturnDeletedObject: true,
 			New:                 func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} },
+		},
+		{
+			GroupVersion: coreV1, Kind: "PodTemplate", ListKind: "PodTemplateList", Plural: "podtemplates", Singular: "podtemplate", Namespaced: true,
+			StoragePrefix: "/registry/podtemplates",
+			New:           func() runtime.Object { return &corev1.PodTemplate{} }, NewList: func() runtime.Object { return &corev1.PodTemplateList{} },
 		},
 		{
 			GroupVersion: coreV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,
@@ -111,14 +121,31 @@ func Builtin() []*Resource {
 			Fields: eventFields,
 		},
 		{
+			GroupVersion: coreV1, Kind: "ReplicationController", ListKind: "ReplicationControllerList", Plural: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true,
+			ShortNames: []string{"rc"}, Categories: []string{"all"}, StoragePrefix: "/registry/controllers", Subresources: []string{"status", "scale"},
+			// Deleting through core/v1 orphans the pods unless the request says otherwise,
+			// as upstream keeps for backward compatibility.
+			Strategy: typed(Strategy{Scale: replicationControllerScale(), DefaultGarbageCollectionPolicy: metav1.DeletePropagationOrphan}),
+			New:      func() runtime.Object { return &corev1.ReplicationController{} }, NewList: func() runtime.Object { return &corev1.ReplicationControllerList{} },
+			Fields: func(obj runtime.Object) fields.Set {
+				rc, _ := obj.(*corev1.ReplicationController)
+				if rc == nil {
+					rc = &corev1.ReplicationController{}
+				}
+				return fields.Set{"status.replicas": strconv.Itoa(int(rc.Status.Replicas))}
+			},
+		},
+		{
 			GroupVersion: appsV1, Kind: "Deployment", ListKind: "DeploymentList", Plural: "deployments", Singular: "deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, StoragePrefix: "/registry/deployments", Subresources: []string{"status", "scale"},
-			New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
+			Strategy: typed(Strategy{Scale: deploymentScale()}),
+			New:      func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
 		},
 		{
 			GroupVersion: appsV1, Kind: "ReplicaSet", ListKind: "ReplicaSetList", Plural: "replicasets", Singular: "replicaset", Namespaced: true,
 			ShortNames: []string{"rs"}, Categories: []string{"all"}, StoragePrefix: "/registry/replicasets", Subresources: []string{"status", "scale"},
-			New: func() runtime.Object { return &appsv1.ReplicaSet{} }, NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
+			Strategy: typed(Strategy{Scale: replicaSetScale()}),
+			New:      func() runtime.Object { return &appsv1.ReplicaSet{} }, NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
 			Fields: func(obj runtime.Object) fields.Set {
 				rs, _ := obj.(*appsv1.ReplicaSet)
 				if rs == nil {
@@ -160,10 +187,18 @@ func Builtin() []*Resource {
 			New: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
 		},
 	}
+	res = append(res, quotaResources()...)
+	res = append(res, certificatesResources()...)
+	res = append(res, authenticationResources()...)
+	res = append(res, authorizationResources()...)
+	res = append(res, rbacResources()...)
+	res = append(res, flowcontrolResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion
 		}
+		// Every built-in kind is a k8s.io/api type with upstream's defaults and validation.
+		r.Strategy = typed(r.Strategy)
 	}
 	return res
 }

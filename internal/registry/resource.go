@@ -57,6 +57,8 @@ type Resource struct {
 	NoWatchCache bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
+	// Strategy is what the kind does differently on the generic write path.
+	Strategy Strategy
 	// New returns an empty object; NewList an empty list.
 	New, NewList func() runtime.Object
 	// Fields returns the selectable fields of an object beyond metadata.name and
@@ -163,7 +165,7 @@ func (r *Resource) HasStatus() bool {
 
 // SpecChanged reports whether the spec of obj differs from that of old.
 func SpecChanged(obj, old runtime.Object) bool {
-	a, b := field(obj, "Spec"), field(old, "Spec")
+	a, b := structField(obj, "Spec"), structField(old, "Spec")
 	if !a.IsValid() || !b.IsValid() {
 		return false
 	}
@@ -172,7 +174,7 @@ func SpecChanged(obj, old runtime.Object) bool {
 
 // CopyStatus sets the status of dst to that of src (same kind).
 func CopyStatus(dst, src runtime.Object) {
-	d, s := field(dst, "Status"), field(src, "Status")
+	d, s := structField(dst, "Status"), structField(src, "Status")
 	if d.IsValid() && s.IsValid() && d.CanSet() {
 		d.Set(s)
 	}
@@ -180,7 +182,7 @@ func CopyStatus(dst, src runtime.Object) {
 
 // CopySpec sets the spec of dst to that of src (same kind).
 func CopySpec(dst, src runtime.Object) {
-	d, s := field(dst, "Spec"), field(src, "Spec")
+	d, s := structField(dst, "Spec"), structField(src, "Spec")
 	if d.IsValid() && s.IsValid() && d.CanSet() {
 		d.Set(s)
 	}
@@ -188,15 +190,15 @@ func CopySpec(dst, src runtime.Object) {
 
 // ClearStatus resets the status of obj to its zero value.
 func ClearStatus(obj runtime.Object) {
-	f := field(obj, "Status")
+	f := structField(obj, "Status")
 	if f.IsValid() && f.CanSet() {
 		f.Set(reflect.Zero(f.Type()))
 	}
 }
 
-func hasField(obj runtime.Object, name string) bool { return field(obj, name).IsValid() }
+func hasField(obj runtime.Object, name string) bool { return structField(obj, name).IsValid() }
 
-func field(obj runtime.Object, name string) reflect.Value {
+func structField(obj runtime.Object, name string) reflect.Value {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return reflect.Value{}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -100,9 +101,11 @@ func watchPods(t *testing.T, c kubernetes.Interface) *podHistory {
 	return h
 }
 
+// withPriority gives the pod the PriorityClass prio-<prio>, which
+// createPriorityClasses makes; the Priority admission plugin sets spec.priority.
 func withPriority(prio int32, node string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
-		p.Spec.Priority = &prio
+		p.Spec.PriorityClassName = fmt.Sprintf("prio-%d", prio)
 		if node != "" {
 			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 		}
@@ -118,8 +121,7 @@ func TestPreemption(t *testing.T) {
 	history := watchPods(t, c)
 	startScheduler(t, env, scheduler.Options{})
 
-	// kubette has no PriorityClass resource yet: pods carry spec.priority as
-	// admission would have set it from their priorityClassName.
+	createPriorityClasses(t, c, 0, 1, 5, 10, 100)
 	createPod(t, c, newPod("low-1", "1", withPriority(1, "n1")))
 	createPod(t, c, newPod("low-2", "1", withPriority(1, "n1")))
 	createPod(t, c, newPod("mid-1", "1", withPriority(5, "n2")))
@@ -169,6 +171,11 @@ func TestPreemption(t *testing.T) {
 
 	// Pods preemption cannot help keep upstream's message, and preempt nothing.
 	never := corev1.PreemptNever
+	if _, err := c.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "prio-100-never"}, Value: 100, PreemptionPolicy: &never,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		pod  *corev1.Pod
 		want string
@@ -178,7 +185,7 @@ func TestPreemption(t *testing.T) {
 			"0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."},
 		"picky": {newPod("picky", "1", withPriority(100, ""), func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }),
 			"0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."},
-		"never": {newPod("never", "1", withPriority(100, ""), func(p *corev1.Pod) { p.Spec.PreemptionPolicy = &never }),
+		"never": {newPod("never", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "prio-100-never" }),
 			"0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."},
 		"lowest": {newPod("lowest", "1", withPriority(0, "")),
 			"0/2 nodes are available: 2 Insufficient cpu." + noVictims(2)},
@@ -195,6 +202,17 @@ func TestPreemption(t *testing.T) {
 		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil || p.DeletionTimestamp != nil {
 			t.Errorf("%s was preempted by a pod preemption cannot help: %v", name, err)
+		}
+	}
+}
+
+// createPriorityClasses makes a PriorityClass prio-<v> of value v for each v.
+func createPriorityClasses(t *testing.T, c kubernetes.Interface, values ...int32) {
+	t.Helper()
+	for _, v := range values {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("prio-%d", v)}, Value: v}
+		if _, err := c.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create PriorityClass %s: %v", pc.Name, err)
 		}
 	}
 }

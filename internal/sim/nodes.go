@@ -29,9 +29,6 @@ const (
 	labelRegion   = "topology.kubernetes.io/region"
 )
 
-// kubeletPort is the port nodes advertise in status.daemonEndpoints.
-const kubeletPort = 10250
-
 // registerRetryMax bounds the backoff between registration attempts.
 const registerRetryMax = 5 * time.Second
 
@@ -225,7 +222,7 @@ func (s *Sim) nodeObject(n *node, now metav1.Time) *corev1.Node {
 				{Type: corev1.NodeInternalIP, Address: n.ip.String()},
 				{Type: corev1.NodeHostName, Address: n.name},
 			},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: s.kubeletPort}},
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID: id, SystemUUID: id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:32],
 				BootID: id, KernelVersion: "6.1.0-kubette-sim", OSImage: "kubette simulated node",

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,9 +34,9 @@ const (
 // Defaults of Options.
 const (
 	DefaultNamePrefix       = "sim-node-"
-	DefaultPodCIDRBase      = "10.128.0.0/9"
+	DefaultPodCIDRBase      = "10.128.0.0/10"
 	DefaultNodeCIDRMaskSize = 24
-	DefaultNodeIPBase       = "10.64.0.0/12"
+	DefaultNodeIP           = "127.0.0.1"
 	DefaultLeaseDuration    = 40 * time.Second
 	DefaultStatusInterval   = 5 * time.Minute
 	DefaultHeartbeatQPS     = 250
@@ -77,14 +78,32 @@ type Options struct {
 	// 0 sets no zone.
 	Zones int
 	// PodCIDRBase is carved into one pod CIDR of NodeCIDRMaskSize bits per node,
-	// node i taking the i-th (default 10.128.0.0/9, which holds 32768 /24s).
+	// node i taking the i-th (default 10.128.0.0/10, which holds 16384 /24s). The
+	// pods' addresses exist nowhere: the range should lie in the cluster CIDR of
+	// the proxy (kubette up's is 10.128.0.0/9), whose guard rejects packets to
+	// the Nodes' pod CIDRs in it (these nodes' spec.podCIDRs) that no local
+	// route serves, so that nothing dialling a simulated pod sends a packet
+	// off this machine. The range should not hold the host's own network: the
+	// guard would reject what the simulated nodes' CIDRs cover of it.
 	PodCIDRBase string
 	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR (default 24).
 	NodeCIDRMaskSize int
-	// NodeIPBase is where the nodes' InternalIPs come from: node i has the
-	// (i+1)-th address (default 10.64.0.0/12, outside the default service and
-	// pod ranges). The addresses exist nowhere.
-	NodeIPBase string
+	// NodeIP is the InternalIP of every node and the address their kubelet
+	// port listens on (default 127.0.0.1): the API server reaches the nodes'
+	// kubelet there, for pods/log, exec, attach and port-forward. It must be an
+	// address of this machine, so that no request to a simulated node leaves it.
+	NodeIP string
+	// KubeletPort is the port of the simulated nodes' kubelet API, published as
+	// status.daemonEndpoints.kubeletEndpoint.Port (default 0: a free port chosen
+	// when Run starts). One listener serves every node.
+	KubeletPort int
+	// KubeletTLS is how the kubelet port serves HTTPS: its certificate (one the
+	// API server trusts for NodeIP, i.e. issued by the cluster's CA) and
+	// ClientCAs, the CAs of the clients it accepts (the API server's kubelet
+	// client certificate); clients must present a certificate. Nil serves a
+	// self-signed certificate that accepts no client: the nodes then have a
+	// kubelet port, but the API server cannot use it.
+	KubeletTLS *tls.Config
 	// LeaseDuration is spec.leaseDurationSeconds of each node Lease (default 40s).
 	LeaseDuration time.Duration
 	// LeaseRenewInterval is how often each Lease is renewed when HeartbeatQPS
@@ -127,7 +146,7 @@ type Options struct {
 type config struct {
 	Options
 	podCIDRBase netip.Prefix
-	nodeIPBase  netip.Prefix
+	nodeIP      netip.Addr
 }
 
 // complete validates o and fills in its defaults.
@@ -177,14 +196,25 @@ func (o Options) complete() (*config, error) {
 	if c.NodeCIDRMaskSize > 29 {
 		return nil, fmt.Errorf("node CIDR mask size /%d leaves no pod addresses", c.NodeCIDRMaskSize)
 	}
-	if c.NodeIPBase == "" {
-		c.NodeIPBase = DefaultNodeIPBase
+	if c.NodeIP == "" {
+		c.NodeIP = DefaultNodeIP
 	}
-	if c.nodeIPBase, err = netip.ParsePrefix(c.NodeIPBase); err != nil {
-		return nil, fmt.Errorf("node IP base: %w", err)
+	if c.nodeIP, err = netip.ParseAddr(c.NodeIP); err != nil {
+		return nil, fmt.Errorf("node IP: %w", err)
 	}
-	if !c.nodeIPBase.Addr().Is4() || uint64(c.Nodes)+2 > uint64(1)<<(32-c.nodeIPBase.Bits()) {
-		return nil, fmt.Errorf("node IP base %s cannot address %d nodes", c.nodeIPBase, c.Nodes)
+	if c.nodeIP.Zone() != "" || c.nodeIP.IsUnspecified() || c.nodeIP.IsMulticast() {
+		return nil, fmt.Errorf("node IP %s: want a unicast address of this machine", c.NodeIP)
+	}
+	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
+		return nil, fmt.Errorf("kubelet port must be in 0-65535, got %d", c.KubeletPort)
+	}
+	if c.KubeletTLS != nil {
+		if len(c.KubeletTLS.Certificates) == 0 && c.KubeletTLS.GetCertificate == nil {
+			return nil, errors.New("kubelet TLS configuration has no serving certificate")
+		}
+		if c.KubeletTLS.ClientCAs == nil {
+			return nil, errors.New("kubelet TLS configuration has no client CAs")
+		}
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration

@@ -173,6 +173,7 @@ func (s *Sim) startPods(ctx context.Context, wg *sync.WaitGroup) error {
 			s.adoptPod(p.Namespace+"/"+p.Name, p)
 		}
 	}
+	close(s.podsSynced)
 	for range s.cfg.Workers {
 		wg.Add(1)
 		go func() {

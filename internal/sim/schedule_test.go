@@ -130,7 +130,7 @@ func TestLeaseRenewPeriod(t *testing.T) {
 		{5000, 125, 46 * time.Second},  // too little: longer than the lease
 		{1000, 3, 1<<63 - 1},           // not even the status updates fit
 	} {
-		c, err := Options{Nodes: tc.nodes, HeartbeatQPS: tc.qps}.complete()
+		c, err := Options{Nodes: tc.nodes, HeartbeatQPS: tc.qps, PodCIDRBase: "10.0.0.0/8"}.complete()
 		if err != nil {
 			t.Fatal(err)
 		}

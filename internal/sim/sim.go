@@ -14,9 +14,17 @@
 //
 // What a simulated node does, and where it differs from a kubelet:
 //   - Registration: a Node with capacity = allocatable, the four standard
-//     conditions (Ready True, the pressures False), an InternalIP, nodeInfo and
-//     a /24 pod CIDR per node from Options.PodCIDRBase; an existing Node of the
-//     same name is adopted (its UID, pod CIDR and others' labels and taints stay).
+//     conditions (Ready True, the pressures False), nodeInfo, a /24 pod CIDR
+//     per node from Options.PodCIDRBase, and as InternalIP and kubelet port the
+//     simulator's own listener (Options.NodeIP, loopback by default, and
+//     Options.KubeletPort); an existing Node of the same name is adopted (its
+//     UID, pod CIDR and others' labels and taints stay).
+//   - Kubelet API: that one HTTPS listener serves every node's /containerLogs,
+//     which pods/log reaches: a simulated container's log says that it started
+//     and runs no process, and when it exited (follow, tailLines, sinceSeconds,
+//     sinceTime, timestamps and limitBytes as the kubelet's). /exec, /attach and
+//     /portForward answer 400 saying the node is simulated. No request for a
+//     simulated node leaves this machine.
 //   - Heartbeats: each Lease in kube-node-lease is updated every
 //     LeaseRenewInterval and each node's conditions get a fresh
 //     lastHeartbeatTime every StatusInterval, unless the shared token bucket
@@ -73,6 +81,12 @@ type Sim struct {
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	indexer cache.Indexer
+
+	// kubeletPort is the port the nodes publish, set by Run once it listens;
+	// podsSynced is closed once the pod cache has synced (the kubelet port
+	// answers 503 until then).
+	kubeletPort int32
+	podsSynced  chan struct{}
 
 	// beatMu guards plan; wake tells the dispatcher that plan changed.
 	beatMu sync.Mutex
@@ -139,14 +153,15 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		return nil, fmt.Errorf("failed to build the simulator's client: %w", err)
 	}
 	s := &Sim{
-		cfg:    c,
-		client: client,
-		nodes:  make([]*node, c.Nodes),
-		byName: make(map[string]*node, c.Nodes),
-		ready:  make(chan struct{}),
-		pods:   map[string]*podRecord{},
-		plan:   newBeatPlan(c.HeartbeatQPS, c.HeartbeatBurst),
-		wake:   make(chan struct{}, 1),
+		cfg:        c,
+		client:     client,
+		nodes:      make([]*node, c.Nodes),
+		byName:     make(map[string]*node, c.Nodes),
+		ready:      make(chan struct{}),
+		podsSynced: make(chan struct{}),
+		pods:       map[string]*podRecord{},
+		plan:       newBeatPlan(c.HeartbeatQPS, c.HeartbeatBurst),
+		wake:       make(chan struct{}, 1),
 	}
 	for i := range s.nodes {
 		cidr, err := subnet(c.podCIDRBase, c.NodeCIDRMaskSize, i)
@@ -158,7 +173,7 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 			return nil, fmt.Errorf("failed to build the IP pool of node %d: %w", i, err)
 		}
 		n := &node{index: i, name: fmt.Sprintf("%s%d", c.NamePrefix, i), cidr: cidr,
-			ip: hostAddr(c.nodeIPBase, uint32(i+1)), pool: pool}
+			ip: c.nodeIP, pool: pool}
 		s.nodes[i] = n
 		s.byName[n.name] = n
 	}
@@ -187,6 +202,21 @@ func (s *Sim) Run(ctx context.Context) error {
 	}
 	log := s.cfg.Logger
 	start := s.cfg.Clock.Now()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after stop, below
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ln, err := s.listenKubelet()
+	if err != nil {
+		return err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.serveKubelet(runCtx, ln); err != nil {
+			log.Error("simulated kubelet port stopped", "err", err)
+		}
+	}()
 	if err := s.register(ctx); err != nil {
 		if ctx.Err() != nil {
 			return s.cleanup(ctx)
@@ -195,11 +225,9 @@ func (s *Sim) Run(ctx context.Context) error {
 	}
 	close(s.ready)
 	log.Info("simulated nodes registered", "nodes", len(s.nodes), "took", s.cfg.Clock.Since(start).Round(time.Millisecond),
-		"leaseRenewPeriod", s.cfg.leaseRenewPeriod().Round(time.Millisecond), "heartbeatQPS", s.cfg.HeartbeatQPS)
+		"leaseRenewPeriod", s.cfg.leaseRenewPeriod().Round(time.Millisecond), "heartbeatQPS", s.cfg.HeartbeatQPS,
+		"kubeletEndpoint", ln.Addr().String())
 
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
 	s.startBeats(runCtx, &wg)
 	if err := s.startPods(runCtx, &wg); err != nil {
 		stop()

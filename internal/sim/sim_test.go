@@ -208,8 +208,12 @@ func TestSimulatedNodesAndPods(t *testing.T) {
 			t.Fatalf("node %s podCIDR %s podCIDRs %v: want a /24 of %s of its own", n.Name, n.Spec.PodCIDR, n.Spec.PodCIDRs, sim.DefaultPodCIDRBase)
 		}
 		cidrs[n.Spec.PodCIDR] = true
-		if len(n.Status.Addresses) == 0 || n.Status.Addresses[0].Type != corev1.NodeInternalIP {
-			t.Fatalf("node %s addresses %v", n.Name, n.Status.Addresses)
+		if len(n.Status.Addresses) == 0 || n.Status.Addresses[0].Type != corev1.NodeInternalIP ||
+			!netip.MustParseAddr(n.Status.Addresses[0].Address).IsLoopback() {
+			t.Fatalf("node %s addresses %v: want a loopback InternalIP", n.Name, n.Status.Addresses)
+		}
+		if port := n.Status.DaemonEndpoints.KubeletEndpoint.Port; port <= 0 || port == 10250 {
+			t.Fatalf("node %s kubelet port %d: want the simulator's own", n.Name, port)
 		}
 		zones[n.Labels["topology.kubernetes.io/zone"]]++
 	}

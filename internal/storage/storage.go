@@ -176,6 +176,14 @@ func (e *ConflictError) Error() string {
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// Compactor is implemented by stores that keep old revisions until told to drop them
+// (etcd): the API server compacts them periodically, as upstream's.
+type Compactor interface {
+	// Compact discards every revision older than rev; reads and watches at them then fail
+	// with ErrCompacted. A rev that is already compacted yields ErrCompacted.
+	Compact(ctx context.Context, rev int64) error
+}
+
 // ProgressRequester is implemented by stores whose watches can be asked to report how
 // far they have seen (etcd's progress requests). A watch cache uses it to catch up to a
 // revision when no change under its prefix would otherwise tell it.

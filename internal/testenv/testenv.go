@@ -15,13 +15,21 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
 	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/pki"
 )
 
 // Options tune the environment.
 type Options struct {
 	// MaxWatchTimeout caps each watch request, to exercise client resumption.
 	MaxWatchTimeout time.Duration
+	// ServiceAccountAdmission runs the ServiceAccount admission plugin, which (as in
+	// upstream's integration tests) is off by default: without the controller manager no
+	// namespace has the default ServiceAccount it requires of every pod.
+	ServiceAccountAdmission bool
+	// Audit configures the API server's audit log.
+	Audit controlplane.AuditConfig
 }
 
 // Env is a running control plane.
@@ -39,9 +47,20 @@ type Env struct {
 // ComponentConfig is the client configuration of a component running in the test's
 // process as user (e.g. system:kube-controller-manager): in-process, as `kubette up`
 // gives its components (see controlplane.ControlPlane.ComponentConfig).
-func (e *Env) ComponentConfig(name, user string) (*rest.Config, error) {
-	return e.cp.ComponentConfig(name, user)
+func (e *Env) ComponentConfig(name, user string, groups ...string) (*rest.Config, error) {
+	return e.cp.ComponentConfig(name, user, groups...)
 }
+
+// ServiceAccountConfig is the client configuration of a component running in the test's
+// process as the ServiceAccount kube-system/<name>, as `kubette up` gives each controller
+// (see controlplane.ControlPlane.ServiceAccountConfig).
+func (e *Env) ServiceAccountConfig(name string) (*rest.Config, error) {
+	return e.cp.ServiceAccountConfig(name)
+}
+
+// CA is the cluster's certificate authority: the API server trusts the kubelets' serving
+// certificates it issued, and kubelets trust the API server's client certificate it issued.
+func (e *Env) CA() *pki.CA { return e.cp.CA() }
 
 // Start brings up a control plane in t.TempDir() that stops when the test ends.
 func Start(t testing.TB, opts Options) *Env {
@@ -56,8 +75,10 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	cp, err := controlplane.Start(ctx, controlplane.Config{
 		DataDir: t.TempDir(), Listener: ln, UnsafeNoFsync: true,
-		MaxWatchTimeout: opts.MaxWatchTimeout,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxWatchTimeout:         opts.MaxWatchTimeout,
+		Logger:                  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DisableAdmissionPlugins: disabledPlugins(opts),
+		Audit:                   opts.Audit,
 	})
 	if err != nil {
 		cancel()
@@ -80,4 +101,12 @@ func Start(t testing.TB, opts Options) *Env {
 		t.Fatalf("clientset: %v", err)
 	}
 	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig, cp: cp}
+}
+
+// disabledPlugins are the admission plugins the environment leaves out.
+func disabledPlugins(opts Options) []string {
+	if opts.ServiceAccountAdmission {
+		return nil
+	}
+	return []string{serviceaccount.Name}
 }

@@ -41,6 +41,11 @@ var clientNames = map[string]string{
 	"generic-garbage-collector":  "garbage-collector-controller",
 	"namespace-controller":       "namespace-controller",
 	"service-account-controller": "service-account-controller",
+	"replication-controller":     "replication-controller",
+	"root-ca-cert-publisher":     "root-ca-cert-publisher",
+	"resourcequota-controller":   "resourcequota-controller",
+	// Its Events report endpoint-slice-mirroring-controller.
+	"endpointslicemirroring-controller": "endpoint-slice-mirroring-controller",
 }
 
 // writerByResource names the controller of kube-controller-manager that writes a

@@ -97,6 +97,8 @@ func TestActor(t *testing.T) {
 		{"system:kube-controller-manager", cm, "garbage-collector-controller", "pods", "", false, "garbage-collector-controller"},
 		{"system:kube-controller-manager", "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/replicaset-controller", "", "pods", "", false, "replicaset-controller"},
 		{"system:kube-controller-manager", "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/endpoint-controller", "", "endpoints", "", false, "endpoint-controller"},
+		{"system:kube-controller-manager", "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/replication-controller", "", "pods", "", false, "replication-controller"},
+		{"system:kube-controller-manager", "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/endpointslicemirroring-controller", "", "endpointslices.discovery.k8s.io", "", false, "endpoint-slice-mirroring-controller"},
 		{"system:kube-controller-manager", "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/generic-garbage-collector", "", "pods", "", false, "garbage-collector-controller"},
 		{"system:kube-controller-manager", "kubette/v0.1.0 (linux/amd64) kubernetes/$Format/shared-informers", "", "replicasets.apps", "", true, "replicaset-controller"},
 		{"system:serviceaccount:kube-system:deployment-controller",

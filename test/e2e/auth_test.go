@@ -13,8 +13,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestAuthentication sends raw HTTPS requests: without a client certificate the API
-// answers 401 with a Status, health checks stay public, and the admin certificate works.
+// TestAuthentication sends raw HTTPS requests: a bad bearer token is 401 with a Status;
+// without credentials a request is system:anonymous (upstream's --anonymous-auth
+// default), which the default policy lets read health checks and /version only; the
+// admin certificate works.
 func TestAuthentication(t *testing.T) {
 	requireTools(t)
 	t.Parallel()
@@ -38,9 +40,16 @@ func TestAuthentication(t *testing.T) {
 	}}
 	defer anonymous.CloseIdleConnections()
 
-	get := func(client *http.Client, path string) (*http.Response, string) {
+	get := func(client *http.Client, path string, header ...string) (*http.Response, string) {
 		t.Helper()
-		resp, err := client.Get(server + path)
+		req, err := http.NewRequest("GET", server+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("GET %s%s: %v", server, path, err)
 		}
@@ -52,10 +61,10 @@ func TestAuthentication(t *testing.T) {
 		return resp, string(body)
 	}
 
-	t.Run("no client certificate is 401", func(t *testing.T) {
-		resp, body := get(anonymous, "/api/v1/namespaces")
+	t.Run("a bad bearer token is 401", func(t *testing.T) {
+		resp, body := get(anonymous, "/api/v1/namespaces", "Authorization", "Bearer not-a-token")
 		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("GET /api/v1/namespaces without credentials: status %d, want 401; body:\n%s", resp.StatusCode, body)
+			t.Fatalf("GET /api/v1/namespaces with a bad token: status %d, want 401; body:\n%s", resp.StatusCode, body)
 		}
 		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Errorf("401 Content-Type = %q, want application/json", ct)
@@ -77,11 +86,26 @@ func TestAuthentication(t *testing.T) {
 		}
 	})
 
-	t.Run("health checks are public", func(t *testing.T) {
+	t.Run("health checks and version are public", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/livez", "/readyz"} {
 			resp, body := get(anonymous, path)
 			if resp.StatusCode != http.StatusOK || body != "ok" {
 				t.Errorf("GET %s without credentials: status %d body %q, want 200 \"ok\"", path, resp.StatusCode, body)
+			}
+		}
+		if resp, body := get(anonymous, "/version"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"gitVersion"`) {
+			t.Errorf("GET /version without credentials: status %d body %q", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("anonymous may do nothing else", func(t *testing.T) {
+		for path, want := range map[string]string{
+			"/api/v1/namespaces": `namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope`,
+			"/api":               `forbidden: User \"system:anonymous\" cannot get path \"/api\"`,
+		} {
+			resp, body := get(anonymous, path)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, want) {
+				t.Errorf("GET %s without credentials: status %d, want 403 with %s; body:\n%s", path, resp.StatusCode, want, body)
 			}
 		}
 	})

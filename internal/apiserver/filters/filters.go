@@ -1,6 +1,7 @@
 // Package filters holds the HTTP filter chain in front of the API server's
 // handlers: panic recovery, authentication (client certificates and bearer
-// tokens), authorization and request-size limits. Each filter wraps the next.
+// tokens) and request-size limits. Each filter wraps the next; authorization is
+// package authorizer.
 package filters
 
 import (
@@ -23,6 +24,22 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string
+	// Extra holds further facts about the user (a ServiceAccount token's pod, an
+	// impersonated user's Impersonate-Extra-* headers).
+	Extra map[string][]string
+}
+
+// Anonymous is the name of the user of requests without credentials.
+const Anonymous = "system:anonymous"
+
+// PublicPath reports whether path is one upstream's default policy serves to anonymous
+// users (health and version, through system:public-info-viewer).
+func PublicPath(path string) bool {
+	switch path {
+	case "/healthz", "/livez", "/readyz", "/version":
+		return true
+	}
+	return false
 }
 
 // Authenticator identifies the user behind a request. ok is false when the request
@@ -59,61 +76,78 @@ func WriteStatus(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(&st)
 }
 
-// publicPaths are served without credentials, as upstream's default RBAC allows them
-// for system:unauthenticated.
-var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
-
 // WithAuthentication rejects requests without valid credentials (401) and stores the
-// user in the request context.
+// user in the request context. Every user but system:anonymous gets the group
+// system:authenticated. Requests without credentials pass only when auth accepts them
+// (see AnonymousFallback).
 func WithAuthentication(next http.Handler, auth Authenticator) http.Handler {
+	return WithAuthenticationFailed(next, auth, Unauthorized{})
+}
+
+// Unauthorized answers 401 Unauthorized, as upstream to requests without valid credentials.
+type Unauthorized struct{}
+
+// ServeHTTP writes the 401 Status.
+func (Unauthorized) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	WriteStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+}
+
+// WithAuthenticationFailed is WithAuthentication that serves requests without valid
+// credentials with failed (which answers 401; the audit log wraps it).
+func WithAuthenticationFailed(next http.Handler, auth Authenticator, failed http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		u, ok, err := auth.Authenticate(req)
 		if err != nil || !ok {
-			if publicPaths[req.URL.Path] {
-				next.ServeHTTP(w, req.WithContext(WithUser(req.Context(), &User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}})))
-				return
-			}
-			WriteStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+			failed.ServeHTTP(w, req)
 			return
+		}
+		if u.Name != Anonymous {
+			u = WithAuthenticatedGroup(u)
 		}
 		next.ServeHTTP(w, req.WithContext(WithUser(req.Context(), u)))
 	})
 }
 
-// Authorizer decides whether a user may make a request.
-type Authorizer interface {
-	Authorize(u *User, req *http.Request) (allowed bool, reason string)
-}
+// AnonymousFallback authenticates a request that no authenticator of Authenticator
+// recognises and that carries no bearer token as system:anonymous in the group
+// system:unauthenticated, as upstream's --anonymous-auth (its default): what anonymous
+// users may do is then the authorizers' choice (the default policy lets them read only
+// health and version). Credentials that fail, and bearer tokens nobody recognises, are
+// still refused.
+type AnonymousFallback struct{ Authenticator }
 
-// AuthenticatedAuthorizer allows every authenticated user. It is the authorizer until
-// RBAC exists; anonymous users only reach the public paths.
-type AuthenticatedAuthorizer struct{}
-
-// Authorize allows any user that is not anonymous.
-func (AuthenticatedAuthorizer) Authorize(u *User, req *http.Request) (bool, string) {
-	if u == nil || u.Name == "system:anonymous" {
-		return publicPaths[req.URL.Path], "anonymous requests are only allowed for health and version"
+// Authenticate returns the wrapped authenticator's answer, or the anonymous user.
+func (a AnonymousFallback) Authenticate(req *http.Request) (*User, bool, error) {
+	u, ok, err := a.Authenticator.Authenticate(req)
+	if err != nil || ok {
+		return u, ok, err
 	}
-	return true, ""
+	if strings.HasPrefix(req.Header.Get("Authorization"), "Bearer ") {
+		return nil, false, errors.New("invalid bearer token")
+	}
+	return &User{Name: Anonymous, Groups: []string{AllUnauthenticated}}, true, nil
 }
 
-// WithAuthorization answers 403 Forbidden when the authorizer refuses.
-func WithAuthorization(next http.Handler, a Authorizer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		u, _ := UserFrom(req.Context())
-		if ok, reason := a.Authorize(u, req); !ok {
-			name := "system:anonymous"
-			if u != nil {
-				name = u.Name
-			}
-			WriteStatus(w, apierrors.NewForbidden(metav1SchemeGR, "", fmt.Errorf("User %q cannot %s path %q: %s", name, strings.ToLower(req.Method), req.URL.Path, reason)))
-			return
+// AllAuthenticated is the group of every authenticated user; AllUnauthenticated that of
+// anonymous requests.
+const (
+	AllAuthenticated   = "system:authenticated"
+	AllUnauthenticated = "system:unauthenticated"
+)
+
+// WithAuthenticatedGroup returns u with the group system:authenticated, which upstream
+// gives every authenticated user (bindings to it grant to everyone with credentials). u
+// itself is not changed: authenticators may share it between requests.
+func WithAuthenticatedGroup(u *User) *User {
+	for _, g := range u.Groups {
+		if g == AllAuthenticated {
+			return u
 		}
-		next.ServeHTTP(w, req)
-	})
+	}
+	c := *u
+	c.Groups = append(append(make([]string, 0, len(u.Groups)+1), u.Groups...), AllAuthenticated)
+	return &c
 }
-
-var metav1SchemeGR = metav1.SchemeGroupVersion.WithResource("").GroupResource()
 
 // WithPanicRecovery turns a panic in a handler into a 500 Status and keeps the server up.
 func WithPanicRecovery(next http.Handler, log *slog.Logger) http.Handler {

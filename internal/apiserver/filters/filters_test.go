@@ -46,9 +46,9 @@ func TestTokenAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen *User
-	h := WithAuthorization(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen, _ = UserFrom(r.Context())
-	}), AuthenticatedAuthorizer{})
+	}))
 	h = WithAuthentication(h, Union{X509Authenticator{}, tokens})
 
 	cases := []struct {
@@ -58,7 +58,7 @@ func TestTokenAuthentication(t *testing.T) {
 		{"valid token", "/api/v1/pods", "Bearer secret-token", 200},
 		{"wrong token", "/api/v1/pods", "Bearer nope", 401},
 		{"no credentials", "/api/v1/pods", "", 401},
-		{"public healthz", "/healthz", "", 200},
+		{"healthz without anonymous", "/healthz", "", 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,10 +77,43 @@ func TestTokenAuthentication(t *testing.T) {
 					t.Fatalf("status %+v", st)
 				}
 			}
-			if tc.name == "valid token" && (seen == nil || seen.Name != "alice" || len(seen.Groups) != 2) {
+			if tc.name == "valid token" && (seen == nil || seen.Name != "alice" || len(seen.Groups) != 3 || seen.Groups[2] != AllAuthenticated) {
 				t.Fatalf("user %+v", seen)
 			}
 		})
+	}
+}
+
+// TestAnonymousFallback: a request without credentials is system:anonymous in
+// system:unauthenticated only; bad or unrecognised credentials are still 401.
+func TestAnonymousFallback(t *testing.T) {
+	tokens := NewTokenAuthenticator(map[string]*User{"good": {Name: "alice"}})
+	var seen *User
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen, _ = UserFrom(r.Context()) })
+	for name, auth := range map[string]Authenticator{
+		"with tokens":            Union{X509Authenticator{}, tokens},
+		"no token authenticator": Union{X509Authenticator{}},
+	} {
+		h := WithAuthentication(inner, AnonymousFallback{auth})
+		for _, tc := range []struct {
+			header string
+			code   int
+			user   string
+		}{{"", 200, Anonymous}, {"Basic Zm9vOmJhcg==", 200, Anonymous}, {"Bearer nope", 401, ""}} {
+			seen = nil
+			req := httptest.NewRequest("GET", "/api", nil)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.code {
+				t.Fatalf("%s, %q: code %d, want %d", name, tc.header, rec.Code, tc.code)
+			}
+			if tc.user != "" && (seen == nil || seen.Name != tc.user || len(seen.Groups) != 1 || seen.Groups[0] != AllUnauthenticated) {
+				t.Fatalf("%s, %q: user %+v, want %s in %s only", name, tc.header, seen, tc.user, AllUnauthenticated)
+			}
+		}
 	}
 }
 

@@ -178,6 +178,35 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 		}
 		startKey = res.Items[len(res.Items)-1].Key + "\x00"
 	}
+	c.replace(items, rev)
+	// A storage watch that ends for any reason but compaction (etcd's client drops its
+	// streams when a connection is re-established) is resumed from the revision the cache
+	// has applied, keeping the window, as upstream's reflector re-watches without a list:
+	// watchers of the cache see no gap and no 410. Compaction needs the relist.
+	for {
+		err := c.watchFrom(ctx, c.revision())
+		if ctx.Err() != nil || errors.Is(err, storage.ErrCompacted) {
+			return err
+		}
+		c.cfg.Logger.Info("watch cache resuming its storage watch", "prefix", c.cfg.Prefix, "rev", c.revision(), "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// revision returns the revision up to which the cache has applied every change.
+func (c *Cache) revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rev
+}
+
+// watchFrom applies the store's changes after rev until the storage watch ends or ctx is
+// done, and returns why it ended.
+func (c *Cache) watchFrom(ctx context.Context, rev int64) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The cache keeps every key's last state, so it needs no previous values from the
@@ -190,11 +219,12 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", c.cfg.Prefix, err)
 	}
-	c.replace(items, rev)
 
 	ticker := time.NewTicker(c.cfg.BookmarkInterval)
 	defer ticker.Stop()
-	// group holds the decoded events of a revision whose last event has not come yet.
+	// group holds the decoded events of a revision whose last event has not come yet;
+	// when the watch ends mid-revision the group is dropped and the resumed watch sends
+	// the whole revision again.
 	var group []Event
 	for {
 		select {

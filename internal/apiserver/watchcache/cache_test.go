@@ -1106,3 +1106,81 @@ func TestRevisionAppliedWhole(t *testing.T) {
 		ev(watch.Deleted, "ns/c", "1", rev, rev),
 		ev(watch.Deleted, "ns/d", "1", rev, rev))
 }
+
+// droppingStore is a store whose watches the test can end, as etcd's client ends its
+// streams when it re-establishes a connection. It hides the store's PrevlessWatcher so
+// that every watch goes through Watch.
+type droppingStore struct {
+	storage.Store
+	mu      sync.Mutex
+	drops   []context.CancelFunc
+	watches atomic.Int64
+}
+
+// Watch starts a store watch that ends (its channel closes) when drop is called.
+func (d *droppingStore) Watch(ctx context.Context, prefix string, after int64) (<-chan storage.WatchResult, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	ch, err := d.Store.Watch(wctx, prefix, after)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	d.mu.Lock()
+	d.drops = append(d.drops, cancel)
+	d.mu.Unlock()
+	d.watches.Add(1)
+	return ch, nil
+}
+
+// drop ends every watch started so far.
+func (d *droppingStore) drop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, cancel := range d.drops {
+		cancel()
+	}
+	d.drops = nil
+}
+
+func TestStorageWatchDropResumesWithoutRelist(t *testing.T) {
+	f := newFixture(t)
+	ds := &droppingStore{Store: f.store}
+	cfg := Config{Prefix: f.prefix, Store: ds, Decode: decodeConfigMap,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	c := New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	wctx, wcancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer wcancel()
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	r0 := c.Revision()
+	r1 := f.put("ns", "a", nil, "1")
+	f.waitRev(&running{Cache: c}, r1)
+	w := f.watch(&running{Cache: c}, WatchOptions{AfterRevision: r0})
+	f.expect(w, ev(watch.Added, "ns/a", "1", r1, r1))
+
+	ds.drop()
+	// Changes made while the cache has no storage watch reach it once it resumes, once
+	// each, and the open watcher is not closed.
+	r2 := f.put("ns", "a", nil, "2")
+	r3 := f.put("ns", "b", nil, "1")
+	f.waitRev(&running{Cache: c}, r3)
+	f.expect(w, ev(watch.Modified, "ns/a", "2", r2, r2), ev(watch.Added, "ns/b", "1", r3, r3))
+	if n := ds.watches.Load(); n < 2 {
+		t.Fatalf("storage watches started: %d, want a second one after the drop", n)
+	}
+	// The window survived: a watch from before the drop replays all of it.
+	old := f.watch(&running{Cache: c}, WatchOptions{AfterRevision: r0})
+	f.expect(old, ev(watch.Added, "ns/a", "1", r1, r1), ev(watch.Modified, "ns/a", "2", r2, r2), ev(watch.Added, "ns/b", "1", r3, r3))
+	f.quiet(w, old)
+}

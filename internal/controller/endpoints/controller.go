@@ -104,11 +104,7 @@ func newController(d controller.Deps) (*Controller, error) {
 		{"pod", podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod,
 		}},
-		{"Endpoints", epInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			// Someone else changed or deleted an Endpoints object: repair it.
-			UpdateFunc: func(_, cur any) { c.enqueueEndpoints(cur) },
-			DeleteFunc: c.enqueueEndpoints,
-		}},
+		{"Endpoints", epInformer.Informer(), c.endpointsHandler()},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.h); err != nil {
@@ -166,6 +162,15 @@ func (c *Controller) enqueueObject(obj any) {
 		return
 	}
 	c.queue.Add(key)
+}
+
+// endpointsHandler handles the Endpoints informer's events: someone else deleted an
+// Endpoints object, so recreate it if its Service selects pods. Only deletions, as
+// upstream: Endpoints that users create and update for Services without a selector,
+// or without a Service, are theirs (the Services conformance test of an Endpoint's
+// lifecycle updates and patches one that has no Service).
+func (c *Controller) endpointsHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueEndpoints}
 }
 
 // enqueueEndpoints queues an Endpoints object's key, except for the leader

@@ -242,6 +242,27 @@ func TestSelectorlessServiceLeftAlone(t *testing.T) {
 	f.wantActions()
 }
 
+// TestEndpointsEvents: an Endpoints object created or updated by someone else (here
+// one without a Service) queues nothing, so it is not deleted; its deletion queues
+// its key, to recreate it when its Service selects pods.
+func TestEndpointsEvents(t *testing.T) {
+	f := newFixture(t)
+	h := f.c.endpointsHandler()
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "testservice", Namespace: ns, ResourceVersion: "3"}}
+	changed := ep.DeepCopy()
+	changed.ResourceVersion = "4"
+	changed.Labels = map[string]string{"patched": "true"}
+	h.OnAdd(ep, false)
+	h.OnUpdate(ep, changed)
+	if n := f.c.queue.Len(); n != 0 {
+		t.Fatalf("create and update of an Endpoints queued %d keys, want none", n)
+	}
+	h.OnDelete(changed)
+	if k, _ := f.c.queue.Get(); k != ns+"/testservice" {
+		t.Fatalf("deletion queued %q", k)
+	}
+}
+
 func TestTruncation(t *testing.T) {
 	svc := newService("web", func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[1:] })
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubette/kubette/internal/controller/endpointslice/podendpoint"
+	"github.com/kubette/kubette/internal/controller/endpointsubsets"
 	"github.com/kubette/kubette/internal/controller/podstate"
 )
 
@@ -131,7 +132,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 // maxCapacity; it reports whether it truncated. Terminating pods count only
 // when the Service publishes not-ready addresses (then every address is ready).
 func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointSubset, bool) {
-	b := newSubsetBuilder()
+	b := endpointsubsets.NewBuilder()
 	publish := svc.Spec.PublishNotReadyAddresses
 	for _, pod := range pods {
 		if !podendpoint.ShouldPodBeInEndpoints(pod, publish) {
@@ -145,7 +146,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointS
 		if len(svc.Spec.Ports) == 0 {
 			// A headless Service may have no ports.
 			if svc.Spec.ClusterIP == corev1.ClusterIPNone {
-				b.add(addr, nil, ready)
+				b.Add(addr, nil, ready)
 			}
 			continue
 		}
@@ -155,10 +156,10 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointS
 			if err != nil {
 				continue
 			}
-			b.add(addr, &corev1.EndpointPort{Name: sp.Name, Port: num, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}, ready)
+			b.Add(addr, &corev1.EndpointPort{Name: sp.Name, Port: num, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}, ready)
 		}
 	}
-	return truncate(b.subsets())
+	return truncate(b.Subsets())
 }
 
 // endpointsLabels are the Service's labels plus the headless marker for a

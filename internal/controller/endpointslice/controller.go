@@ -32,6 +32,7 @@ import (
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/endpointslice/podendpoint"
 	"github.com/kubette/kubette/internal/controller/endpointslice/triggertime"
+	"github.com/kubette/kubette/internal/controller/slicetracker"
 )
 
 // Name is the controller's name in the controller manager's registry.
@@ -62,7 +63,7 @@ type Controller struct {
 	log                  *slog.Logger
 	maxEndpointsPerSlice int
 
-	tracker     *sliceTracker
+	tracker     *slicetracker.Tracker
 	triggerTime *triggertime.Tracker
 
 	serviceLister corelisters.ServiceLister
@@ -114,7 +115,7 @@ func NewWithOptions(d controller.Deps, o Options) (*Controller, error) {
 		recorder:             recorder,
 		log:                  log.With("controller", Name),
 		maxEndpointsPerSlice: o.MaxEndpointsPerSlice,
-		tracker:              newSliceTracker(),
+		tracker:              slicetracker.New(),
 		triggerTime:          triggertime.New(),
 		serviceLister:        svcInformer.Lister(),
 		podLister:            podInformer.Lister(),
@@ -293,7 +294,7 @@ func (c *Controller) enqueueSliceService(s *discoveryv1.EndpointSlice) {
 
 func (c *Controller) addSlice(obj any) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if ok && managed(s) && c.tracker.shouldSync(s) {
+	if ok && managed(s) && c.tracker.ShouldSync(s) {
 		c.enqueueSliceService(s)
 	}
 }
@@ -316,7 +317,7 @@ func (c *Controller) updateSlice(oldObj, curObj any) {
 		}
 		return
 	}
-	if managed(curSlice) && c.tracker.shouldSync(curSlice) {
+	if managed(curSlice) && c.tracker.ShouldSync(curSlice) {
 		c.enqueueSliceService(curSlice)
 	}
 }
@@ -326,7 +327,7 @@ func (c *Controller) deleteSlice(obj any) {
 		obj = t.Obj
 	}
 	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if ok && managed(s) && c.tracker.handleDeletion(s) {
+	if ok && managed(s) && c.tracker.HandleDeletion(s) {
 		c.enqueueSliceService(s)
 	}
 }

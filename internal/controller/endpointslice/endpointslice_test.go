@@ -506,31 +506,12 @@ func TestStaleCacheNeverDuplicates(t *testing.T) {
 	f.wantActions()
 
 	// Its own write does not trigger a sync; a newer foreign change does.
-	if f.c.tracker.shouldSync(created) {
+	if f.c.tracker.ShouldSync(created) {
 		t.Error("own write would trigger a sync")
 	}
 	changed := created.DeepCopy()
 	changed.ResourceVersion = "99"
-	if !f.c.tracker.shouldSync(changed) {
+	if !f.c.tracker.ShouldSync(changed) {
 		t.Error("a foreign change would not trigger a sync")
-	}
-}
-
-func TestDeletedSliceTracking(t *testing.T) {
-	svc := newService("web")
-	s := existingSlice(t, "web-a", svc)
-	tr := newSliceTracker()
-	tr.expectDeletion(s)
-	if !tr.stale(svc, []*discoveryv1.EndpointSlice{s}) {
-		t.Error("a slice the controller deleted is still cached but not stale")
-	}
-	if tr.handleDeletion(s) {
-		t.Error("own deletion would trigger a sync")
-	}
-	if tr.stale(svc, nil) {
-		t.Error("stale after the deletion was seen")
-	}
-	if !tr.handleDeletion(s) {
-		t.Error("a foreign deletion would not trigger a sync")
 	}
 }

@@ -70,7 +70,7 @@ func TestEventHandlers(t *testing.T) {
 	f.wantQueued("a zone change", "default/web")
 
 	slice := existingSlice(t, "web-a", web, pod)
-	f.c.tracker.update(slice)
+	f.c.tracker.Update(slice)
 	f.c.addSlice(slice)
 	f.c.updateSlice(slice, slice)
 	f.wantQueued("its own write")
@@ -84,7 +84,7 @@ func TestEventHandlers(t *testing.T) {
 	f.wantQueued("a slice taken over", "default/web")
 	f.c.addSlice(unmanaged)
 	f.wantQueued("an unmanaged slice")
-	f.c.tracker.expectDeletion(slice)
+	f.c.tracker.ExpectDeletion(slice)
 	f.c.deleteSlice(slice)
 	f.wantQueued("its own deletion")
 	f.c.deleteSlice(cache.DeletedFinalStateUnknown{Key: "default/web-a", Obj: slice})

@@ -514,7 +514,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p plan, tri
 				errs = append(errs, fmt.Errorf("create EndpointSlice for Service %s/%s: %w", svc.Namespace, svc.Name, err))
 				continue
 			}
-			c.tracker.update(created)
+			c.tracker.Update(created)
 		}
 	}
 	for _, s := range p.update {
@@ -524,7 +524,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p plan, tri
 			errs = append(errs, fmt.Errorf("update EndpointSlice %s/%s: %w", s.Namespace, s.Name, err))
 			continue
 		}
-		c.tracker.update(updated)
+		c.tracker.Update(updated)
 	}
 	for _, s := range p.remove {
 		var opts metav1.DeleteOptions
@@ -538,7 +538,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p plan, tri
 			continue
 		}
 		if err == nil {
-			c.tracker.expectDeletion(s)
+			c.tracker.ExpectDeletion(s)
 		}
 	}
 	return errors.Join(errs...)

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -33,7 +34,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	svc, err := c.serviceLister.Services(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.triggerTime.Delete(namespace, name)
-		c.tracker.deleteService(namespace, name)
+		c.tracker.DeleteService(namespace, name)
 		return nil
 	}
 	if err != nil {
@@ -56,7 +57,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 			slices = append(slices, s)
 		}
 	}
-	if c.tracker.stale(svc, slices) {
+	if c.tracker.Stale(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, slices) {
 		return errStaleCache{service: key}
 	}
 	// Computed on every sync, even one that writes nothing, to keep the

@@ -11,7 +11,6 @@ package replicaset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -68,9 +66,11 @@ const (
 // controllerKind is the kind of the objects this controller syncs.
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
-// Controller syncs ReplicaSets.
+// Controller syncs ReplicaSets, or the objects of another Kind seen as ReplicaSets.
 type Controller struct {
+	kind          Kind
 	gvk           schema.GroupVersionKind
+	name          string
 	client        kubernetes.Interface
 	recorder      record.EventRecorder
 	log           *slog.Logger
@@ -79,8 +79,8 @@ type Controller struct {
 
 	expectations *expectations.UIDTrackingControllerExpectations
 
-	rsLister  appslisters.ReplicaSetLister
-	rsIndexer cache.Indexer
+	// indexer is the cache of the Kind's informer; its objects are read through kind.AsReplicaSet.
+	indexer   cache.Indexer
 	rsSynced  cache.InformerSynced
 	podLister corelisters.PodLister
 	podSynced cache.InformerSynced
@@ -90,48 +90,75 @@ type Controller struct {
 
 var _ controller.Runner = (*Controller)(nil)
 
-// New builds the controller on the shared informers of d, registering its
+// Config says what a Controller syncs and how it names itself.
+type Config struct {
+	// Kind is the kind of the objects synced (ReplicaSets when nil).
+	Kind Kind
+	// Name names the controller in its logs and its queue (default Name).
+	Name string
+	// EventComponent is the source component of its events (default "replicaset-controller").
+	EventComponent string
+}
+
+// New builds the ReplicaSet controller on the shared informers of d, registering its
 // ReplicaSet and pod informers and handlers there; it is the controller's
 // controller.Constructor. The Runner it returns is a *Controller. Events are
 // recorded as "replicaset-controller".
 func New(d controller.Deps) (controller.Runner, error) {
-	return newController(d, clock.RealClock{}, BurstReplicas)
+	return NewFor(d, Config{})
 }
 
-func newController(d controller.Deps, clk clock.WithTicker, burst int) (*Controller, error) {
-	if d.Client == nil || d.Informers == nil || d.Recorder == nil {
-		return nil, errors.New("replicaset controller needs a client, informers and an event recorder")
+// NewFor builds the controller for the objects of cfg.Kind (package replication
+// builds the replication manager with it).
+func NewFor(d controller.Deps, cfg Config) (*Controller, error) {
+	return newController(d, cfg, clock.RealClock{}, BurstReplicas)
+}
+
+func newController(d controller.Deps, cfg Config, clk clock.WithTicker, burst int) (*Controller, error) {
+	if cfg.Kind == nil {
+		cfg.Kind = replicaSets{}
 	}
-	rsInformer := d.Informers.Apps().V1().ReplicaSets()
+	if cfg.Name == "" {
+		cfg.Name = Name
+	}
+	if cfg.EventComponent == "" {
+		cfg.EventComponent = eventComponent
+	}
+	if d.Client == nil || d.Informers == nil || d.Recorder == nil {
+		return nil, fmt.Errorf("%s controller needs a client, informers and an event recorder", cfg.Name)
+	}
+	informer := cfg.Kind.Informer(d.Informers)
 	podInformer := d.Informers.Core().V1().Pods()
+	gvk := cfg.Kind.GroupVersionKind()
 	c := &Controller{
-		gvk:           controllerKind,
+		kind:          cfg.Kind,
+		gvk:           gvk,
+		name:          cfg.Name,
 		client:        d.Client,
-		recorder:      d.Recorder(eventComponent),
-		log:           slog.Default().With("controller", Name),
+		recorder:      d.Recorder(cfg.EventComponent),
+		log:           slog.Default().With("controller", cfg.Name),
 		clock:         clk,
 		burstReplicas: burst,
 		expectations:  expectations.NewUIDTrackingControllerExpectations(expectations.NewControllerExpectationsWithClock(clk)),
-		rsLister:      rsInformer.Lister(),
-		rsIndexer:     rsInformer.Informer().GetIndexer(),
-		rsSynced:      rsInformer.Informer().HasSynced,
+		indexer:       informer.GetIndexer(),
+		rsSynced:      informer.HasSynced,
 		podLister:     podInformer.Lister(),
 		podSynced:     podInformer.Informer().HasSynced,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: clk},
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: cfg.Name, Clock: clk},
 		),
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addRS,
 		UpdateFunc: c.updateRS,
 		DeleteFunc: c.deleteRS,
 	}); err != nil {
-		return nil, fmt.Errorf("failed to add ReplicaSet event handler: %w", err)
+		return nil, fmt.Errorf("failed to add %s event handler: %w", gvk.Kind, err)
 	}
-	if err := rsInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
-		if _, exists := rsInformer.Informer().GetIndexer().GetIndexers()[controllerUIDIndex]; !exists {
-			return nil, fmt.Errorf("failed to add ReplicaSet index %s: %w", controllerUIDIndex, err)
+	if err := informer.AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
+		if _, exists := informer.GetIndexer().GetIndexers()[controllerUIDIndex]; !exists {
+			return nil, fmt.Errorf("failed to add %s index %s: %w", gvk.Kind, controllerUIDIndex, err)
 		}
 	}
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -144,19 +171,6 @@ func newController(d controller.Deps, clk clock.WithTicker, burst int) (*Control
 	return c, nil
 }
 
-// indexByControllerUID indexes a ReplicaSet by its controller's UID.
-func indexByControllerUID(obj any) ([]string, error) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return nil, nil
-	}
-	ref := metav1.GetControllerOfNoCopy(rs)
-	if ref == nil {
-		return nil, nil
-	}
-	return []string{string(ref.UID)}, nil
-}
-
 // Run waits for the informer caches, then runs workers until ctx is done and
 // returns after every worker stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
@@ -166,7 +180,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // workerOptions are the options of the controller's workers.
 func (c *Controller) workerOptions(workers int) worker.Options {
 	return worker.Options{
-		Name: Name, Workers: workers, Synced: []cache.InformerSynced{c.podSynced, c.rsSynced},
+		Name: c.name, Workers: workers, Synced: []cache.InformerSynced{c.podSynced, c.rsSynced},
 		Sync: c.Sync, Log: c.log,
 	}
 }
@@ -190,14 +204,14 @@ func (c *Controller) enqueueAfter(rs *appsv1.ReplicaSet, d time.Duration) {
 }
 
 func (c *Controller) addRS(obj any) {
-	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+	if rs, ok := c.kind.AsReplicaSet(obj); ok {
 		c.enqueue(rs)
 	}
 }
 
 func (c *Controller) updateRS(oldObj, curObj any) {
-	oldRS, ok1 := oldObj.(*appsv1.ReplicaSet)
-	curRS, ok2 := curObj.(*appsv1.ReplicaSet)
+	oldRS, ok1 := c.kind.AsReplicaSet(oldObj)
+	curRS, ok2 := c.kind.AsReplicaSet(curObj)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -215,15 +229,15 @@ func (c *Controller) updateRS(oldObj, curObj any) {
 }
 
 func (c *Controller) deleteRS(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := c.kind.AsReplicaSet(obj)
 	if !ok {
 		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
 		if !ok {
-			c.log.Error("unexpected object in ReplicaSet delete", "object", fmt.Sprintf("%T", obj))
+			c.log.Error("unexpected object in "+c.gvk.Kind+" delete", "object", fmt.Sprintf("%T", obj))
 			return
 		}
-		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
-			c.log.Error("tombstone holds no ReplicaSet", "object", fmt.Sprintf("%T", tombstone.Obj))
+		if rs, ok = c.kind.AsReplicaSet(tombstone.Obj); !ok {
+			c.log.Error("tombstone holds no "+c.gvk.Kind, "object", fmt.Sprintf("%T", tombstone.Obj))
 			return
 		}
 	}
@@ -238,14 +252,15 @@ func (c *Controller) deleteRS(obj any) {
 
 // resolveControllerRef returns the ReplicaSet ref points to in namespace, or
 // nil when ref is of another kind or the ReplicaSet of that name has another UID.
+// (ReplicaSet stands for the controller's Kind here and below.)
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
 	// Names are looked up, then the UID verified; a reference of another kind
 	// is not even looked up.
 	if ref.Kind != c.gvk.Kind {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
+	rs, ok, err := c.cached(namespace, ref.Name)
+	if err != nil || !ok || rs.UID != ref.UID {
 		return nil
 	}
 	return rs
@@ -253,12 +268,12 @@ func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerRef
 
 // podReplicaSets returns the ReplicaSets whose selector matches pod.
 func (c *Controller) podReplicaSets(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	rss, err := c.rsLister.GetPodReplicaSets(pod)
+	rss, err := c.selecting(pod)
 	if err != nil {
 		return nil
 	}
 	if len(rss) > 1 {
-		c.log.Warn("user error: more than one ReplicaSet selects the pod's labels",
+		c.log.Warn("user error: more than one "+c.gvk.Kind+" selects the pod's labels",
 			"pod", pod.Namespace+"/"+pod.Name, "labels", pod.Labels)
 	}
 	return rss

@@ -63,7 +63,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Client:    client,
 		Informers: factory,
 		Recorder:  func(string) record.EventRecorder { return recorder },
-	}, clk, BurstReplicas)
+	}, Config{}, clk, BurstReplicas)
 	if err != nil {
 		t.Fatal(err)
 	}

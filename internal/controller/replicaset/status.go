@@ -76,20 +76,19 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	}
 	// The generation acted on, so that a retry does not claim a newer spec.
 	status.ObservedGeneration = rs.Generation
-	client := c.client.AppsV1().ReplicaSets(rs.Namespace)
 	for i := 0; ; i++ {
 		rs.Status = status
-		updated, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		updated, err := c.kind.UpdateStatus(ctx, c.client, rs)
 		if err == nil {
 			return updated, nil
 		}
 		if i >= statusUpdateRetries {
-			return nil, fmt.Errorf("failed to update status of ReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
+			return nil, fmt.Errorf("failed to update status of %s %s/%s: %w", c.gvk.Kind, rs.Namespace, rs.Name, err)
 		}
-		fresh, getErr := client.Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, getErr := c.kind.Get(ctx, c.client, rs.Namespace, rs.Name)
 		if getErr != nil {
 			// Without a fresh copy the counts cannot be trusted either.
-			return nil, fmt.Errorf("failed to re-read ReplicaSet %s/%s for a status update: %w", rs.Namespace, rs.Name, getErr)
+			return nil, fmt.Errorf("failed to re-read %s %s/%s for a status update: %w", c.gvk.Kind, rs.Namespace, rs.Name, getErr)
 		}
 		rs = fresh
 	}

@@ -30,13 +30,13 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("invalid key %q: %w", key, err)
 	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	rs, ok, err := c.cached(namespace, name)
+	if err != nil {
+		return fmt.Errorf("failed to get %s %s from cache: %w", c.gvk.Kind, key, err)
+	}
+	if !ok {
 		c.expectations.DeleteExpectations(key)
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("failed to get ReplicaSet %s from cache: %w", key, err)
 	}
 
 	needsSync := c.expectations.SatisfiedExpectations(key)
@@ -94,7 +94,7 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 	// Before adopting anything, re-read the ReplicaSet from the API server (not
 	// the cache) to make sure it is neither being deleted nor replaced.
 	canAdopt := ownerref.RecheckOwner(rs, func(ctx context.Context) (metav1.Object, error) {
-		return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		return c.kind.Get(ctx, c.client, rs.Namespace, rs.Name)
 	})
 	adopt := func(ctx context.Context, pod *corev1.Pod) error {
 		_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType,
@@ -108,7 +108,7 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 	}
 	claimed, err := ownerref.Claim(ctx, rs, c.gvk, selector, pods, adopt, release, canAdopt)
 	if err != nil {
-		return nil, fmt.Errorf("failed to claim pods of ReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
+		return nil, fmt.Errorf("failed to claim pods of %s %s/%s: %w", c.gvk.Kind, rs.Namespace, rs.Name, err)
 	}
 	return claimed, nil
 }
@@ -235,11 +235,11 @@ func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet, ref *
 	created, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			c.recorder.Eventf(rs, corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)
+			c.recorder.Eventf(c.kind.EventObject(rs), corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)
 		}
-		return fmt.Errorf("failed to create pod for ReplicaSet %s/%s: %w", rs.Namespace, rs.Name, err)
+		return fmt.Errorf("failed to create pod for %s %s/%s: %w", c.gvk.Kind, rs.Namespace, rs.Name, err)
 	}
-	c.recorder.Eventf(rs, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", created.Name)
+	c.recorder.Eventf(c.kind.EventObject(rs), corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", created.Name)
 	return nil
 }
 
@@ -280,10 +280,10 @@ func (c *Controller) deletePodOf(ctx context.Context, rs *appsv1.ReplicaSet, nam
 		if apierrors.IsNotFound(err) {
 			return err
 		}
-		c.recorder.Eventf(rs, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
+		c.recorder.Eventf(c.kind.EventObject(rs), corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
 		return fmt.Errorf("failed to delete pod %s/%s: %w", rs.Namespace, name, err)
 	}
-	c.recorder.Eventf(rs, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", name)
+	c.recorder.Eventf(c.kind.EventObject(rs), corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", name)
 	return nil
 }
 
@@ -295,17 +295,13 @@ func (c *Controller) indirectlyRelatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod
 	if ref == nil {
 		return nil, nil
 	}
-	siblings, err := c.rsIndexer.ByIndex(controllerUIDIndex, string(ref.UID))
+	siblings, err := c.byIndex(controllerUIDIndex, string(ref.UID))
 	if err != nil {
-		return nil, fmt.Errorf("failed to find ReplicaSets controlled by %s: %w", ref.UID, err)
+		return nil, fmt.Errorf("failed to find %ss controlled by %s: %w", c.gvk.Kind, ref.UID, err)
 	}
 	var related []*corev1.Pod
 	seen := make(map[types.UID]bool)
-	for _, obj := range siblings {
-		sibling, ok := obj.(*appsv1.ReplicaSet)
-		if !ok {
-			continue
-		}
+	for _, sibling := range siblings {
 		selector, err := metav1.LabelSelectorAsSelector(sibling.Spec.Selector)
 		if err != nil {
 			continue // an invalid selector matches no pods

@@ -67,6 +67,9 @@ type Config struct {
 	// ClusterDNS are the nameservers of pods with dnsPolicy ClusterFirst (the kube-dns
 	// Service's ClusterIP); empty: pods use the host's resolvers.
 	ClusterDNS []string
+	// AllowedUnsafeSysctls are the sysctls (or prefixes ending in "*") pods may set beyond
+	// the safe ones (kubelet.Config.AllowedUnsafeSysctls).
+	AllowedUnsafeSysctls []string
 	// Labels and Taints are given to the Node at registration.
 	Labels map[string]string
 	Taints []v1.Taint
@@ -134,6 +137,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger:     log,
 		Recorder:   recorder,
 		ClusterDNS: cfg.ClusterDNS,
+
+		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 	})
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)

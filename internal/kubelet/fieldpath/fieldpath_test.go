@@ -126,3 +126,50 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+func TestContainerResource(t *testing.T) {
+	c := &v1.Container{Name: "a", Resources: v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1250m"), v1.ResourceMemory: resource.MustParse("128Mi"),
+			v1.ResourceEphemeralStorage: resource.MustParse("0"), "hugepages-2Mi": resource.MustParse("4Mi")},
+	}}
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi"),
+		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"), "hugepages-1Gi": resource.MustParse("2Gi")}
+	for _, tc := range []struct {
+		res, divisor, want string
+		alloc              v1.ResourceList
+	}{
+		{"limits.cpu", "", "2", alloc}, // 1250m rounded up to whole cores
+		{"limits.cpu", "1m", "1250", alloc},
+		{"requests.cpu", "", "1", alloc},
+		{"requests.cpu", "1m", "250", alloc},
+		{"limits.memory", "", "134217728", alloc},
+		{"limits.memory", "1Mi", "128", alloc},
+		{"requests.memory", "1Mi", "32", alloc},
+		{"limits.ephemeral-storage", "1Gi", "100", alloc}, // a zero limit defaults too
+		{"requests.ephemeral-storage", "", "0", alloc},
+		{"limits.hugepages-2Mi", "1Mi", "4", alloc},
+		{"limits.hugepages-1Gi", "", "0", alloc}, // hugepages never default to allocatable
+		{"limits.ephemeral-storage", "", "0", nil},
+	} {
+		var d resource.Quantity
+		if tc.divisor != "" {
+			d = resource.MustParse(tc.divisor)
+		}
+		got, err := ContainerResource(c, tc.alloc, tc.res, d)
+		if err != nil || got != tc.want {
+			t.Errorf("ContainerResource(%s, divisor %q) = %q, %v; want %q", tc.res, tc.divisor, got, err, tc.want)
+		}
+	}
+	noLimits := &v1.Container{Name: "b"}
+	for res, want := range map[string]string{"limits.cpu": "2", "limits.memory": "8589934592"} {
+		if got, err := ContainerResource(noLimits, alloc, res, resource.Quantity{}); err != nil || got != want {
+			t.Errorf("default %s = %q, %v; want %q (the node's allocatable)", res, got, err, want)
+		}
+	}
+	for _, res := range []string{"limits.pods", "requests", "cpu", "status.cpu", "limits.hugepages-"} {
+		if _, err := ContainerResource(c, alloc, res, resource.Quantity{}); err == nil || err.Error() != "unsupported container resource : "+res {
+			t.Errorf("ContainerResource(%s) error %v, want upstream's unsupported container resource", res, err)
+		}
+	}
+}

@@ -83,13 +83,14 @@ func (m *Manager) volumeDir(uid types.UID, plugin, name string) (string, error) 
 }
 
 // Setup materialises every volume of pod. It is idempotent: a second call updates configMap,
-// secret, downwardAPI and projected contents when their sources changed, atomically. Errors of
-// the volumes are joined; each names its volume.
-func (m *Manager) Setup(ctx context.Context, pod *v1.Pod) error {
+// secret, downwardAPI and projected contents when their sources (or the pod's labels and
+// annotations) changed, atomically. allocatable is the node's: downwardAPI limits a container
+// does not set resolve to it. Errors of the volumes are joined; each names its volume.
+func (m *Manager) Setup(ctx context.Context, pod *v1.Pod, allocatable v1.ResourceList) error {
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		if err := m.setupVolume(ctx, pod, vol); err != nil {
+		if err := m.setupVolume(ctx, pod, allocatable, vol); err != nil {
 			errs = append(errs, fmt.Errorf("volume %q: %w", vol.Name, err))
 		}
 	}
@@ -97,7 +98,7 @@ func (m *Manager) Setup(ctx context.Context, pod *v1.Pod) error {
 }
 
 // setupVolume materialises one volume.
-func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) error {
+func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, allocatable v1.ResourceList, vol *v1.Volume) error {
 	src := &vol.VolumeSource
 	switch {
 	case src.EmptyDir != nil:
@@ -118,11 +119,11 @@ func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 		})
 	case src.DownwardAPI != nil:
 		return m.writeVolume(ctx, pod, vol.Name, PluginDownwardAPI, func() (map[string]File, error) {
-			return downwardAPIPayload(pod, src.DownwardAPI.Items, defaultModeOf(src.DownwardAPI.DefaultMode))
+			return downwardAPIPayload(pod, allocatable, src.DownwardAPI.Items, defaultModeOf(src.DownwardAPI.DefaultMode))
 		})
 	case src.Projected != nil:
 		return m.writeVolume(ctx, pod, vol.Name, PluginProjected, func() (map[string]File, error) {
-			return m.projectedPayload(ctx, pod, src.Projected)
+			return m.projectedPayload(ctx, pod, allocatable, src.Projected)
 		})
 	default:
 		return fmt.Errorf("unsupported volume type (this node supports emptyDir, hostPath, configMap, secret, downwardAPI and projected)")

@@ -81,7 +81,7 @@ func TestSetupConfigMap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, _, root := newManager(t, cm)
-			err := m.Setup(context.Background(), testPod(v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &tt.src}}))
+			err := m.Setup(context.Background(), testPod(v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &tt.src}}), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -115,14 +115,14 @@ func TestSetupConfigMapUpdate(t *testing.T) {
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"a": "1", "old": "x"}}
 	m, cs, root := newManager(t, cm)
 	pod := testPod(v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	cm.Data = map[string]string{"a": "2", "new": "y"}
 	if _, err := cs.CoreV1().ConfigMaps("ns").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := visible(t, root, PluginConfigMap, "v")
@@ -148,7 +148,7 @@ func TestSetupSecret(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, _, root := newManager(t, sec)
-			err := m.Setup(context.Background(), testPod(v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{Secret: &tt.src}}))
+			err := m.Setup(context.Background(), testPod(v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{Secret: &tt.src}}), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -191,7 +191,7 @@ func TestSetupDownwardAPIAndProjected(t *testing.T) {
 		}}}},
 	)
 	pod.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}
-	if err := m.Setup(context.Background(), pod); err != nil {
+	if err := m.Setup(context.Background(), pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	d := visible(t, root, PluginDownwardAPI, "d")
@@ -229,7 +229,7 @@ func TestSetupProjectedServiceAccountToken(t *testing.T) {
 		tr.Status.Token = "h." + claims + ".s"
 		return true, tr, nil
 	})
-	if err := m.Setup(context.Background(), pod); err != nil {
+	if err := m.Setup(context.Background(), pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	tok := visible(t, root, PluginProjected, "tok")["token"]
@@ -237,7 +237,7 @@ func TestSetupProjectedServiceAccountToken(t *testing.T) {
 		t.Fatalf("token file = %q", tok)
 	}
 	// A fresh token is kept on re-Setup.
-	if err := m.Setup(context.Background(), pod); err != nil {
+	if err := m.Setup(context.Background(), pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 || visible(t, root, PluginProjected, "tok")["token"] != tok {
@@ -325,7 +325,7 @@ func TestMounts(t *testing.T) {
 		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
 		v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}}},
 	)
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	empty := filepath.Join(root, "pods/uid-1/volumes", PluginEmptyDir, "cache")
@@ -379,7 +379,7 @@ func TestMountsRejects(t *testing.T) {
 	outside := t.TempDir()
 	m, _, root := newManager(t)
 	pod := testPod(v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	empty := filepath.Join(root, "pods/uid-1/volumes", PluginEmptyDir, "cache")
@@ -440,7 +440,7 @@ func TestTearDownWithoutMounts(t *testing.T) {
 		v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: outside}}},
 	)
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A symlink out of the pod directory is removed, never followed.

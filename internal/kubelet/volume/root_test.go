@@ -46,11 +46,11 @@ func TestMemoryEmptyDirAndTearDown(t *testing.T) {
 		v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: ptr(resource.MustParse("4Mi"))}}},
 		v1.Volume{Name: "disk", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 	)
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Idempotent: no second tmpfs on top.
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	mem := filepath.Join(root, "pods/uid-1/volumes", PluginEmptyDir, "mem")
@@ -102,7 +102,7 @@ func TestTearDownRefusesBusyMount(t *testing.T) {
 	m, _, root := newManager(t)
 	mountCleanup(t, root)
 	pod := testPod(v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	mem := filepath.Join(root, "pods/uid-1/volumes", PluginEmptyDir, "mem")
@@ -143,7 +143,7 @@ func TestFSGroupOwnership(t *testing.T) {
 		v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 	)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr[int64](1234)}
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	secDir := filepath.Join(root, "pods/uid-1/volumes", PluginSecret, "sec")
@@ -160,7 +160,7 @@ func TestFSGroupOwnership(t *testing.T) {
 	check(filepath.Join(secDir, "key"), 0o440)
 	check(filepath.Join(root, "pods/uid-1/volumes", PluginEmptyDir, "cache"), 0o777|os.ModeSetgid)
 	before, _ := os.Readlink(filepath.Join(secDir, dataDirName))
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.Readlink(filepath.Join(secDir, dataDirName)); after != before {
@@ -184,14 +184,14 @@ func TestSecretVolumesOnTmpfs(t *testing.T) {
 		v1.Volume{Name: "proj", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "s"}}}}}}},
 	)
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	sec.Data["key"] = []byte("v2")
 	if _, err := cs.CoreV1().Secrets("ns").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Setup(ctx, pod); err != nil {
+	if err := m.Setup(ctx, pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{
@@ -228,7 +228,7 @@ func TestTearDownAllUnmountsEveryPod(t *testing.T) {
 	for _, uid := range []string{"uid-1", "uid-2"} {
 		pod := testPod(v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
 		pod.UID = types.UID(uid)
-		if err := m.Setup(ctx, pod); err != nil {
+		if err := m.Setup(ctx, pod, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

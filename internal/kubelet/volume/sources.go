@@ -162,7 +162,7 @@ func secretFiles(s *v1.Secret, items []v1.KeyToPath, def os.FileMode, optional *
 }
 
 // downwardAPIPayload builds a downwardAPI volume's files from the pod.
-func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, def os.FileMode) (map[string]File, error) {
+func downwardAPIPayload(pod *v1.Pod, allocatable v1.ResourceList, items []v1.DownwardAPIVolumeFile, def os.FileMode) (map[string]File, error) {
 	out := map[string]File{}
 	for _, it := range items {
 		var val string
@@ -171,7 +171,7 @@ func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, def os.Fi
 		case it.FieldRef != nil:
 			val, err = podFieldValue(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
-			val, err = containerResourceValue(pod, it.ResourceFieldRef)
+			val, err = containerResourceValue(pod, allocatable, it.ResourceFieldRef)
 		default:
 			err = errors.New("downwardAPI item has neither fieldRef nor resourceFieldRef")
 		}
@@ -200,39 +200,18 @@ func podFieldValue(pod *v1.Pod, path string) (string, error) {
 	return v, err
 }
 
-// containerResourceValue resolves a resourceFieldRef from the container's requests or limits
-// (ceil(value/divisor), as upstream). A limit the container does not set would be the node's
-// allocatable upstream; this node does not know it here, so that is an error.
-func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+// containerResourceValue resolves a resourceFieldRef of the container it names; a limit the
+// container does not set is the node's allocatable (fieldpath.ContainerResource).
+func containerResourceValue(pod *v1.Pod, allocatable v1.ResourceList, ref *v1.ResourceFieldSelector) (string, error) {
 	c, ok := fieldpath.Container(pod, ref.ContainerName)
 	if !ok {
 		return "", fmt.Errorf("container %q not found", ref.ContainerName)
 	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok {
-		return "", fmt.Errorf("unsupported container resource: %s", ref.Resource)
-	}
-	var list v1.ResourceList
-	switch kind {
-	case "limits":
-		list = c.Resources.Limits
-	case "requests":
-		list = c.Resources.Requests
-	default:
-		return "", fmt.Errorf("unsupported container resource: %s", ref.Resource)
-	}
-	q, ok := list[v1.ResourceName(name)]
-	if !ok {
-		if kind == "requests" {
-			return "0", nil
-		}
-		return "", fmt.Errorf("container %q sets no %s (node allocatable is not supported here)", c.Name, ref.Resource)
-	}
-	return fieldpath.Scale(v1.ResourceName(name), q, ref.Divisor), nil
+	return fieldpath.ContainerResource(c, allocatable, ref.Resource, ref.Divisor)
 }
 
 // projectedPayload builds a projected volume's files from its sources.
-func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSource) (map[string]File, error) {
+func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, allocatable v1.ResourceList, src *v1.ProjectedVolumeSource) (map[string]File, error) {
 	def := defaultModeOf(src.DefaultMode)
 	out := map[string]File{}
 	add := func(files map[string]File) {
@@ -263,7 +242,7 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.Pro
 			}
 			add(files)
 		case s.DownwardAPI != nil:
-			files, err := downwardAPIPayload(pod, s.DownwardAPI.Items, def)
+			files, err := downwardAPIPayload(pod, allocatable, s.DownwardAPI.Items, def)
 			if err != nil {
 				return nil, err
 			}

@@ -39,9 +39,11 @@
 //   - filter KUBE-SERVICE-CIDR-GUARD (kubette's own, first in OUTPUT and
 //     FORWARD): drops ClusterIP traffic a Local policy has no endpoint for (a
 //     copy of the KUBE-SERVICES DROP, which the guard would otherwise
-//     preempt), rejects packets to the service CIDR that were not DNATed and, with RejectUnroutedPodCIDR, packets
-//     to cluster-CIDR addresses outside the locally routed pod CIDRs: on this
-//     network such packets must never leave the machine.
+//     preempt), rejects packets to the service CIDR that were not DNATed and,
+//     with RejectUnroutedPodCIDR, packets to the Nodes' pod CIDRs (merged,
+//     inside the cluster CIDR) that no local route serves, after a RETURN
+//     per routed pod CIDR inside them: such packets (to simulated pods) must
+//     never leave the machine. Other cluster-CIDR addresses pass.
 //
 // Only IPv4 is rendered; topology-aware routing is not rendered.
 package iptables
@@ -131,9 +133,14 @@ type Options struct {
 	NodeName string
 	// MasqueradeMark is the fwmark bit of KUBE-MARK-MASQ; 0 means 0x4000.
 	MasqueradeMark uint32
-	// RejectUnroutedPodCIDR makes the guard reject packets to ClusterCIDR
-	// addresses outside RoutedPodCIDRs (pods of simulated nodes, say).
+	// RejectUnroutedPodCIDR makes the guard reject packets to the addresses
+	// of NodePodCIDRs (inside ClusterCIDR) outside RoutedPodCIDRs: pods of
+	// simulated nodes, say, which exist nowhere. The rest of ClusterCIDR is
+	// never rejected (GuardPrefixes).
 	RejectUnroutedPodCIDR bool
+	// NodePodCIDRs are the pod CIDRs of the cluster's Nodes (spec.podCIDRs),
+	// in any order; the guard merges them into the fewest covering prefixes.
+	NodePodCIDRs []netip.Prefix
 	// RoutedPodCIDRs are the parts of ClusterCIDR this machine has a route to.
 	RoutedPodCIDRs []netip.Prefix
 }

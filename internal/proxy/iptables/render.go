@@ -589,8 +589,10 @@ func nodePortDestinations(o Options) []string {
 }
 
 // Guard returns the filter chain that keeps traffic to the service CIDR
-// (not DNATed) and, with RejectUnroutedPodCIDR, to unrouted pod addresses on
-// this machine: TCP gets a reset, everything else ICMP port unreachable.
+// (not DNATed) and, with RejectUnroutedPodCIDR, to the Nodes' pod CIDRs that
+// no local route serves (GuardPrefixes: a RETURN per routed prefix inside
+// them first) on this machine: TCP gets a reset, everything else ICMP port
+// unreachable. Addresses outside every Node's pod CIDR pass.
 func Guard(o Options) Chain {
 	c := Chain{Name: ChainGuard}
 	if o.ServiceCIDR.IsValid() {
@@ -600,18 +602,14 @@ func Guard(o Options) Chain {
 			comment("kubette: service CIDR traffic that was not DNATed")+" -d "+cidr+" -m conntrack ! --ctstate DNAT -j REJECT --reject-with icmp-port-unreachable",
 		)
 	}
-	if o.RejectUnroutedPodCIDR && o.ClusterCIDR.IsValid() {
-		routed := slices.Clone(o.RoutedPodCIDRs)
-		slices.SortFunc(routed, func(a, b netip.Prefix) int {
-			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
-		})
-		for _, p := range slices.Compact(routed) {
-			c.Rules = append(c.Rules, comment("kubette: routed pod CIDR")+" -d "+p.Masked().String()+" -j RETURN")
-		}
-		cidr := o.ClusterCIDR.Masked().String()
+	returns, rejects := GuardPrefixes(o)
+	for _, p := range returns {
+		c.Rules = append(c.Rules, comment("kubette: routed pod CIDR")+" -d "+p.String()+" -j RETURN")
+	}
+	for _, p := range rejects {
 		c.Rules = append(c.Rules,
-			comment("kubette: pod CIDR without a local route")+" -d "+cidr+" -p tcp -j REJECT --reject-with tcp-reset",
-			comment("kubette: pod CIDR without a local route")+" -d "+cidr+" -j REJECT --reject-with icmp-port-unreachable",
+			comment("kubette: node pod CIDR without a local route")+" -d "+p.String()+" -p tcp -j REJECT --reject-with tcp-reset",
+			comment("kubette: node pod CIDR without a local route")+" -d "+p.String()+" -j REJECT --reject-with icmp-port-unreachable",
 		)
 	}
 	return c

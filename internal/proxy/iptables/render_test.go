@@ -450,6 +450,7 @@ func checkOutcomes(t *testing.T, fail func(string, ...any), outs []outcome, want
 func TestGuardRejectsUnroutedPodCIDR(t *testing.T) {
 	o := testOptions
 	o.RejectUnroutedPodCIDR = true
+	o.NodePodCIDRs = prefixes("10.244.1.0/24", "10.244.7.0/24", "10.244.9.0/24")
 	o.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")}
 	m := Model{Services: []Service{{Namespace: "default", Name: "web", ClusterIPs: []netip.Addr{ip("10.96.0.10")},
 		Ports: []Port{{Protocol: "TCP", Port: 80, Endpoints: []Endpoint{ready("10.244.1.5", 8080), ready("10.244.7.5", 8080)}}}}}}
@@ -482,6 +483,63 @@ func TestGuardRejectsUnroutedPodCIDR(t *testing.T) {
 	}
 	if len(outs) != 1 || outs[0].verdict != "" {
 		t.Errorf("to routed pod: %+v, want untouched", outs)
+	}
+	// An address of the cluster CIDR in no Node's pod CIDR is not a pod.
+	outs, err = toService(tr, packet{src: ip("10.244.1.3"), dst: ip("10.244.200.1"), proto: "udp", dport: 53})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 || outs[0].verdict != "" {
+		t.Errorf("to 10.244.200.1 (no node's): %+v, want untouched", outs)
+	}
+}
+
+// TestGuardLeavesTheHostNetworkAlone: with kubette up's cluster CIDR
+// 10.128.0.0/9, the host's resolver at 10.255.255.53 (in it, but in no
+// Node's pod CIDR) is not rejected, the /24s of 5000 simulated nodes are in
+// five pairs of REJECTs, and the real node's routed /24 returns inside the
+// /23 it merges into with its unrouted neighbour.
+func TestGuardLeavesTheHostNetworkAlone(t *testing.T) {
+	o := testOptions
+	o.ClusterCIDR = netip.MustParsePrefix("10.128.0.0/9")
+	o.RejectUnroutedPodCIDR = true
+	o.NodePodCIDRs = append(simNodeCIDRs(5000), prefixes("10.244.0.0/24", "10.244.1.0/24")...)
+	o.RoutedPodCIDRs = prefixes("10.244.0.0/24")
+	var got []string
+	for _, r := range Guard(o).Rules {
+		if !strings.Contains(r, "service CIDR") {
+			got = append(got, r)
+		}
+	}
+	var want []string
+	want = append(want, comment("kubette: routed pod CIDR")+" -d 10.244.0.0/24 -j RETURN")
+	for _, p := range []string{"10.128.0.0/12", "10.144.0.0/15", "10.146.0.0/16", "10.147.0.0/17", "10.147.128.0/21", "10.244.0.0/23"} {
+		want = append(want,
+			comment("kubette: node pod CIDR without a local route")+" -d "+p+" -p tcp -j REJECT --reject-with tcp-reset",
+			comment("kubette: node pod CIDR without a local route")+" -d "+p+" -j REJECT --reject-with icmp-port-unreachable")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pod guard rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tr := newTracer(t, Render(Model{}, o).Text(nil), o)
+	for dst, verdict := range map[string]string{
+		"10.255.255.53": "",       // the host's resolver
+		"10.200.0.1":    "",       // cluster CIDR, no node's
+		"10.147.136.1":  "",       // just past the last simulated node's /24
+		"10.244.0.9":    "",       // the real node's routed pods
+		"10.128.0.5":    "REJECT", // the first simulated node's pods
+		"10.147.135.9":  "REJECT", // the last one's
+		"10.244.1.9":    "REJECT", // a node whose pod CIDR has no route
+	} {
+		for _, proto := range []string{"udp", "tcp"} {
+			outs, err := toService(tr, packet{src: ip("192.168.1.10"), dst: ip(dst), proto: proto, dport: 53})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(outs) != 1 || outs[0].verdict != verdict {
+				t.Errorf("%s to %s: %+v, want verdict %q", proto, dst, outs, verdict)
+			}
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ func TestSaveFormMatchesIptables(t *testing.T) {
 	noNodeIPs.NodeIPs = nil
 	guarded := testOptions
 	guarded.RejectUnroutedPodCIDR = true
+	guarded.NodePodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/22"), netip.MustParsePrefix("10.244.9.0/24")}
 	guarded.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.3.0/24")}
 	for i, o := range []Options{testOptions, noNodeIPs, guarded} {
 		_, runNs := rootNetns(t, fmt.Sprint("saveform-", i))

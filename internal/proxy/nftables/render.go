@@ -61,7 +61,7 @@
 //     this node.
 //   - service-cidr-guard (kubette's own): rejects packets to the service
 //     CIDR that were not DNATed and, with RejectUnroutedPodCIDR, packets to
-//     cluster-CIDR addresses outside the routed pod CIDRs.
+//     the Nodes' unrouted pod CIDRs (iptables.GuardPrefixes).
 //
 // How it is written (Applier): a partial sync is one `nft -f` transaction
 // of what differs. A full sync writes the shared sets (the fixed sets and
@@ -366,8 +366,10 @@ func fixedChains(o iptables.Options) []Chain {
 }
 
 // GuardChain is kubette's guard: packets to the service CIDR that were not
-// DNATed (and, with RejectUnroutedPodCIDR, to cluster-CIDR addresses outside
-// the routed pod CIDRs) are rejected here, TCP with a reset.
+// DNATed (and, with RejectUnroutedPodCIDR, to the Nodes' pod CIDRs that no
+// local route serves, after a return per routed prefix inside them:
+// iptables.GuardPrefixes) are rejected here, TCP with a reset. Addresses
+// outside every Node's pod CIDR pass.
 func GuardChain(o iptables.Options) Chain {
 	c := Chain{Name: ChainGuard}
 	if o.ServiceCIDR.IsValid() {
@@ -376,18 +378,14 @@ func GuardChain(o iptables.Options) Chain {
 			"ip daddr "+cidr+" ct status & dnat == 0 meta l4proto tcp reject with tcp reset",
 			"ip daddr "+cidr+" ct status & dnat == 0 reject")
 	}
-	if o.RejectUnroutedPodCIDR && o.ClusterCIDR.IsValid() {
-		routed := slices.Clone(o.RoutedPodCIDRs)
-		slices.SortFunc(routed, func(a, b netip.Prefix) int {
-			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
-		})
-		for _, p := range slices.Compact(routed) {
-			c.Rules = append(c.Rules, "ip daddr "+p.Masked().String()+" return")
-		}
-		cidr := o.ClusterCIDR.Masked().String()
+	returns, rejects := iptables.GuardPrefixes(o)
+	for _, p := range returns {
+		c.Rules = append(c.Rules, "ip daddr "+p.String()+" return")
+	}
+	for _, p := range rejects {
 		c.Rules = append(c.Rules,
-			"ip daddr "+cidr+" meta l4proto tcp reject with tcp reset",
-			"ip daddr "+cidr+" reject")
+			"ip daddr "+p.String()+" meta l4proto tcp reject with tcp reset",
+			"ip daddr "+p.String()+" reject")
 	}
 	return c
 }

@@ -105,18 +105,67 @@ func TestRenderGolden(t *testing.T) {
 func TestGuardWithUnroutedPodCIDR(t *testing.T) {
 	o := testOptions
 	o.RejectUnroutedPodCIDR = true
-	o.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.0.0/24")}
+	o.NodePodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.2.0/24"), netip.MustParsePrefix("10.244.3.0/24"),
+		netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.0.0/24"), netip.MustParsePrefix("10.244.9.0/24")}
+	o.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("10.244.0.0/24"), netip.MustParsePrefix("10.244.200.0/24")}
 	got := GuardChain(o).Rules
 	want := []string{
 		"ip daddr 10.96.0.0/12 ct status & dnat == 0 meta l4proto tcp reject with tcp reset",
 		"ip daddr 10.96.0.0/12 ct status & dnat == 0 reject",
-		"ip daddr 10.244.0.0/24 return",
-		"ip daddr 10.244.1.0/24 return",
-		"ip daddr 10.244.0.0/16 meta l4proto tcp reject with tcp reset",
-		"ip daddr 10.244.0.0/16 reject",
+		"ip daddr 10.244.0.0/23 return", // the two routed /24s, merged
+		"ip daddr 10.244.0.0/22 meta l4proto tcp reject with tcp reset",
+		"ip daddr 10.244.0.0/22 reject",
+		"ip daddr 10.244.9.0/24 meta l4proto tcp reject with tcp reset",
+		"ip daddr 10.244.9.0/24 reject",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("guard rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestGuardLeavesTheHostNetworkAlone: with kubette up's cluster CIDR
+// 10.128.0.0/9 the guard rejects the merged /24s of 5000 simulated nodes and
+// a real node's unrouted /24, returns for the routed one and matches nothing
+// else: not the host's resolver at 10.255.255.53, which lies in the cluster
+// CIDR.
+func TestGuardLeavesTheHostNetworkAlone(t *testing.T) {
+	o := testOptions
+	o.ClusterCIDR = netip.MustParsePrefix("10.128.0.0/9")
+	o.RejectUnroutedPodCIDR = true
+	for i := range 5000 {
+		o.NodePodCIDRs = append(o.NodePodCIDRs, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + i>>8), byte(i), 0}), 24))
+	}
+	o.NodePodCIDRs = append(o.NodePodCIDRs, netip.MustParsePrefix("10.244.0.0/24"), netip.MustParsePrefix("10.244.1.0/24"))
+	o.RoutedPodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/24")}
+	got := GuardChain(o).Rules[2:]
+	want := []string{"ip daddr 10.244.0.0/24 return"}
+	for _, p := range []string{"10.128.0.0/12", "10.144.0.0/15", "10.146.0.0/16", "10.147.0.0/17", "10.147.128.0/21", "10.244.0.0/23"} {
+		want = append(want, "ip daddr "+p+" meta l4proto tcp reject with tcp reset", "ip daddr "+p+" reject")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pod guard rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Which rule a packet to each address meets first: the first rule whose
+	// prefix holds it, or none.
+	verdict := func(a netip.Addr) string {
+		for _, r := range got {
+			f := strings.Fields(r)
+			if netip.MustParsePrefix(f[2]).Contains(a) {
+				return f[len(f)-1]
+			}
+		}
+		return ""
+	}
+	for dst, want := range map[string]string{
+		"10.255.255.53": "", "10.200.0.1": "", "10.147.136.1": "",
+		"10.244.0.9":   "return",
+		"10.128.0.5":   "reset", // the tcp rule comes first; the next one rejects the rest
+		"10.147.135.9": "reset",
+		"10.244.1.9":   "reset",
+	} {
+		if got := verdict(netip.MustParseAddr(dst)); got != want {
+			t.Errorf("to %s: %q, want %q", dst, got, want)
+		}
 	}
 }
 

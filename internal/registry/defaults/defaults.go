@@ -26,6 +26,7 @@
 package defaults
 
 import (
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,7 +40,7 @@ import (
 // Apply sets upstream defaults on obj in place (a no-op for kinds without defaults).
 //
 // Supported kinds: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret; apps/v1 Deployment, ReplicaSet; discovery.k8s.io/v1 EndpointSlice;
+// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 IngressClass. Every other object (including the kinds
 // that have no upstream defaults, such as ServiceAccount, Event, Ingress, Lease,
 // Scale and Binding) is left untouched. A nil obj is ignored.
@@ -72,6 +73,14 @@ func Apply(obj runtime.Object) {
 	case *corev1.Secret:
 		if o != nil && o.Type == "" {
 			o.Type = corev1.SecretTypeOpaque
+		}
+	case *corev1.ReplicationController:
+		if o != nil {
+			setReplicationController(o)
+		}
+	case *corev1.PodTemplate:
+		if o != nil {
+			setPodSpec(&o.Template.Spec)
 		}
 	case *appsv1.Deployment:
 		if o != nil {
@@ -251,6 +260,26 @@ func setReplicaSet(rs *appsv1.ReplicaSet) {
 		rs.Spec.Replicas = int32Ptr(1)
 	}
 	setPodSpec(&rs.Spec.Template.Spec)
+}
+
+// setReplicationController defaults a ReplicationController as upstream: from the
+// template's labels an empty selector and empty labels, spec.replicas to 1, and the
+// template's pod spec.
+func setReplicationController(rc *corev1.ReplicationController) {
+	if rc.Spec.Template != nil && rc.Spec.Template.Labels != nil {
+		if len(rc.Spec.Selector) == 0 {
+			rc.Spec.Selector = maps.Clone(rc.Spec.Template.Labels)
+		}
+		if len(rc.Labels) == 0 {
+			rc.Labels = maps.Clone(rc.Spec.Template.Labels)
+		}
+	}
+	if rc.Spec.Replicas == nil {
+		rc.Spec.Replicas = int32Ptr(1)
+	}
+	if rc.Spec.Template != nil {
+		setPodSpec(&rc.Spec.Template.Spec)
+	}
 }
 
 // imagePullPolicy returns the upstream default pull policy for image: Always

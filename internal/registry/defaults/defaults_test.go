@@ -274,6 +274,43 @@ func TestReplicaSetDefaults(t *testing.T) {
 	}
 }
 
+func TestReplicationControllerDefaults(t *testing.T) {
+	tmpl := minimalTemplate()
+	rc := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{Template: &tmpl}}
+	Apply(rc)
+	if rc.Spec.Replicas == nil || *rc.Spec.Replicas != 1 {
+		t.Errorf("replicas = %v", rc.Spec.Replicas)
+	}
+	if rc.Spec.Selector["app"] != "web" || len(rc.Spec.Selector) != 1 {
+		t.Errorf("selector = %v, want the template's labels", rc.Spec.Selector)
+	}
+	if rc.Labels["app"] != "web" || len(rc.Labels) != 1 {
+		t.Errorf("labels = %v, want the template's labels", rc.Labels)
+	}
+	rc.Spec.Template.Labels["app"] = "changed"
+	if rc.Spec.Selector["app"] != "web" || rc.Labels["app"] != "web" {
+		t.Error("selector or labels share the template's map")
+	}
+	if rc.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		t.Errorf("template restartPolicy = %q", rc.Spec.Template.Spec.RestartPolicy)
+	}
+
+	// Given values are kept; a template without labels defaults nothing from them.
+	tmpl2 := minimalTemplate()
+	given := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"mine": "x"}},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr(int32(0)), Selector: map[string]string{"app": "web", "tier": "a"}, Template: &tmpl2}}
+	Apply(given)
+	if *given.Spec.Replicas != 0 || len(given.Spec.Selector) != 2 || given.Labels["mine"] != "x" || len(given.Labels) != 1 {
+		t.Errorf("given values changed: replicas %d selector %v labels %v", *given.Spec.Replicas, given.Spec.Selector, given.Labels)
+	}
+	bare := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{Template: &corev1.PodTemplateSpec{}}}
+	Apply(bare)
+	if bare.Spec.Selector != nil || bare.Labels != nil {
+		t.Errorf("defaulted from a template without labels: selector %v labels %v", bare.Spec.Selector, bare.Labels)
+	}
+	Apply(&corev1.ReplicationController{}) // no template: no panic
+}
+
 func TestServiceDefaults(t *testing.T) {
 	tests := []struct {
 		name  string

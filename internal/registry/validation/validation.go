@@ -25,7 +25,7 @@
 // needs its healthCheckNodePort allocated before validation.
 //
 // Kinds covered: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ServiceAccount, Event and Binding; apps/v1 Deployment and ReplicaSet;
+// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment and ReplicaSet;
 // autoscaling/v1 Scale; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 Ingress and IngressClass; coordination.k8s.io/v1
 // Lease; events.k8s.io/v1 Event. Other objects are accepted without errors.
@@ -83,6 +83,10 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		return validateCoreEventCreate(o)
 	case *corev1.Binding:
 		return validateBinding(o)
+	case *corev1.ReplicationController:
+		return validateReplicationController(o)
+	case *corev1.PodTemplate:
+		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validatePodTemplateSpec(&o.Template, field.NewPath("template"))...)
 	case *appsv1.Deployment:
 		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validateDeploymentSpec(&o.Spec, field.NewPath("spec"))...)
 	case *appsv1.ReplicaSet:
@@ -132,6 +136,11 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateCoreEventUpdate(o, old.(*corev1.Event))
 	case *corev1.Binding:
 		return validateBinding(o)
+	case *corev1.ReplicationController:
+		return validateReplicationControllerUpdate(o, old.(*corev1.ReplicationController))
+	case *corev1.PodTemplate:
+		prev := old.(*corev1.PodTemplate)
+		return append(validateMetaUpdate(&o.ObjectMeta, &prev.ObjectMeta), validatePodTemplateSpec(&o.Template, field.NewPath("template"))...)
 	case *appsv1.Deployment:
 		return validateDeploymentUpdate(o, old.(*appsv1.Deployment))
 	case *appsv1.ReplicaSet:
@@ -161,8 +170,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 
 // ValidateStatusUpdate validates an update through the status subresource.
 //
-// Kinds with a status subresource (Namespace, Pod, Node, Service, Deployment,
-// ReplicaSet, Ingress) get upstream's status rules; for the other kinds this
+// Kinds with a status subresource (Namespace, Pod, Node, Service,
+// ReplicationController, Deployment, ReplicaSet, Ingress) get upstream's status rules; for the other kinds this
 // is the same as ValidateUpdate.
 func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	if errs := checkPair(obj, old); errs != nil {
@@ -177,6 +186,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateNodeUpdate(o, old.(*corev1.Node))
 	case *corev1.Service:
 		return validateServiceStatusUpdate(o, old.(*corev1.Service))
+	case *corev1.ReplicationController:
+		return validateReplicationControllerStatusUpdate(o, old.(*corev1.ReplicationController))
 	case *appsv1.Deployment:
 		return validateDeploymentStatusUpdate(o, old.(*appsv1.Deployment))
 	case *appsv1.ReplicaSet:

@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // The portmap plugin keeps shared chains (CNI-HOSTPORT-*) and their jumps from the built-in
@@ -16,6 +18,10 @@ import (
 // removeIdlePortmapChains deletes them once no sandbox chain (CNI-DN-*) is left, so that
 // `kubette down` leaves no rule behind.
 func removeIdlePortmapChains(ctx context.Context) error {
+	return withPortmapLock(true, func() error { return removeIdlePortmapChainsLocked(ctx) })
+}
+
+func removeIdlePortmapChainsLocked(ctx context.Context) error {
 	save, err := exec.LookPath("iptables-save")
 	if err != nil {
 		return nil // no iptables: the plugin made no chains either
@@ -181,4 +187,29 @@ func sandboxRules(save []byte, sandboxID string) (rules [][]string, chains []str
 	}
 	slices.Sort(chains)
 	return rules, chains
+}
+
+// portmapLockPath is the host-wide lock between setting up sandboxes (shared: the portmap
+// plugin creates the shared chains before the sandbox's own CNI-DN-* chain) and
+// removeIdlePortmapChains (exclusive), across every kubette process on the machine: without
+// it a cleanup in another process could delete the shared chains between the two steps.
+const portmapLockPath = "/run/kubette-portmap.lock"
+
+// withPortmapLock runs f holding the portmap lock (shared or exclusive). Without a lock
+// file (not root) f runs unlocked: such a process cannot change iptables either.
+func withPortmapLock(exclusive bool, f func() error) error {
+	file, err := os.OpenFile(portmapLockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return f()
+	}
+	defer file.Close()
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	if err := syscall.Flock(int(file.Fd()), how); err != nil {
+		return f()
+	}
+	defer func() { _ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN) }()
+	return f()
 }

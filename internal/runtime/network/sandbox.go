@@ -121,7 +121,11 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (_ Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("set up network of sandbox %s: %w", pod.SandboxID, err)
 	}
-	res, err := m.cni.AddNetworkList(ctx, list, rec.runtimeConf(rec.NetNSPath))
+	var res types.Result
+	err = withPortmapLock(false, func() (err error) {
+		res, err = m.cni.AddNetworkList(ctx, list, rec.runtimeConf(rec.NetNSPath))
+		return err
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("set up network of sandbox %s: CNI ADD: %w", pod.SandboxID, err)
 	}

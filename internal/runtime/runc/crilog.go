@@ -41,22 +41,46 @@ func (l *criLog) writeEntry(stream string, partial bool, content []byte) error {
 	return err
 }
 
-// copyStream copies r into the log as stream ("stdout" or "stderr") until r ends. A last line
-// without a newline is written as a full line. When the log cannot be written it keeps reading
-// (so the container never blocks on a full pipe) and returns the first write error at the end.
+// copyStream copies r into the log as stream ("stdout" or "stderr") until r ends. Line ends
+// ("\n", "\r\n") are not part of an entry's content; a last line without a newline is written
+// as a partial entry, as containerd does, so that readers give back exactly what the container
+// wrote ("echo -n DONE" logs "DONE", not "DONE\n"). When the log cannot be written it keeps
+// reading (so the container never blocks on a full pipe) and returns the first write error at
+// the end.
 func (l *criLog) copyStream(r io.Reader, stream string) error {
 	br := bufio.NewReaderSize(r, MaxLogLine)
 	var werr error
+	write := func(partial bool, content []byte) {
+		if werr == nil {
+			werr = l.writeEntry(stream, partial, content)
+		}
+	}
 	for {
-		line, isPrefix, err := br.ReadLine()
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			// A piece of a longer line. A '\r' at its end may begin a "\r\n": it goes with
+			// the next piece.
+			if n := len(line); n > 1 && line[n-1] == '\r' {
+				if uerr := br.UnreadByte(); uerr == nil {
+					line = line[:n-1]
+				}
+			}
+			write(true, line)
+			continue
+		case err == nil:
+			line = line[:len(line)-1]
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			write(false, line)
+			continue
+		case len(line) > 0:
+			write(true, line) // the stream ended within a line
+		}
 		if err == io.EOF {
 			return werr
 		}
-		if err != nil {
-			return err
-		}
-		if werr == nil {
-			werr = l.writeEntry(stream, isPrefix, line)
-		}
+		return err
 	}
 }

@@ -322,7 +322,7 @@ func TestLogAndExitCode(t *testing.T) {
 	}
 	// stdout and stderr are separate pipes: their relative order is not guaranteed.
 	slices.Sort(got)
-	want := []string{"stderr F oops", "stdout F ", "stdout F hello", "stdout F no newline"}
+	want := []string{"stderr F oops", "stdout F ", "stdout F hello", "stdout P no newline"}
 	if !slices.Equal(got, want) {
 		t.Errorf("log entries = %q, want %q", got, want)
 	}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/soheilhy/cmux"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -62,6 +66,9 @@ type Embedded struct {
 
 	etcd   *embed.Etcd
 	logger *zap.Logger
+	// closing is set by Close: etcd then logs errors of its listeners being
+	// closed, which are expected and left out.
+	closing *atomic.Bool
 
 	mu      sync.Mutex
 	clients []*clientv3.Client
@@ -79,8 +86,11 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("embedded etcd: create data dir: %w", err)
 	}
 	logger := zap.NewNop()
+	closing := &atomic.Bool{}
 	if cfg.Logger != nil {
-		logger = cfg.Logger.WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel)).Named("etcd")
+		logger = cfg.Logger.WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel), zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+			return &closedListenerFilter{Core: c, closing: closing}
+		}))
 	}
 	timeout := cfg.StartTimeout
 	if timeout <= 0 {
@@ -101,6 +111,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		e, err := startOnce(ctx, cfg, clientURL, logger)
 		if err == nil {
+			e.closing = closing
 			return e, nil
 		}
 		lastErr = err
@@ -265,6 +276,52 @@ func (e *Embedded) Close() {
 			_ = c.Close() // Open watch streams would hold up etcd's graceful stop.
 		}
 	}
+	if e.closing != nil {
+		e.closing.Store(true)
+	}
 	e.etcd.Close()
 	<-e.etcd.Server.StopNotify()
+}
+
+// closedListenerFilter leaves out two kinds of error entries that are part of
+// etcd's normal life: once closing is set, those whose error says a listener or
+// server was closed (etcd logs them when it stops as asked: "setting up serving
+// from embedded etcd failed", http: Server closed, mux: server closed), and the
+// storage version update a first start retries.
+type closedListenerFilter struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (f *closedListenerFilter) With(fields []zapcore.Field) zapcore.Core {
+	return &closedListenerFilter{Core: f.Core.With(fields), closing: f.closing}
+}
+
+func (f *closedListenerFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if f.Enabled(e.Level) {
+		return ce.AddCore(e, f)
+	}
+	return ce
+}
+
+func (f *closedListenerFilter) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	// A new member's version monitor tries to record the storage version before the
+	// first term is persisted, logs this at error level and succeeds on its next tick
+	// (etcd 3.6+, on every first start of a data directory).
+	if e.Message == "failed to update storage version" {
+		for _, fl := range fields {
+			if err, ok := fl.Interface.(error); ok && fl.Type == zapcore.ErrorType && strings.Contains(err.Error(), "missing term information") {
+				return nil
+			}
+		}
+	}
+	if f.closing.Load() {
+		for _, fl := range fields {
+			if err, ok := fl.Interface.(error); ok && fl.Type == zapcore.ErrorType &&
+				(errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, cmux.ErrServerClosed) || errors.Is(err, cmux.ErrListenerClosed)) {
+				return nil
+			}
+		}
+	}
+	return f.Core.Write(e, fields)
 }

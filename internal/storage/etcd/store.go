@@ -40,7 +40,10 @@ type Store struct {
 	kv pb.KVServer
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store     = (*Store)(nil)
+	_ storage.Compactor = (*Store)(nil)
+)
 
 // ErrClosed is returned (wrapped) by the methods of a Store after Close.
 var ErrClosed = errors.New("etcd store is closed")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/deployment"
 	"github.com/kubette/kubette/internal/controller/replicaset"
@@ -46,7 +47,9 @@ func Start(t testing.TB) *Cluster {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: port, UnsafeNoFsync: true, Logger: quiet})
+	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: port, UnsafeNoFsync: true, Logger: quiet,
+		// Only the Deployment and ReplicaSet controllers run: no default ServiceAccounts.
+		DisableAdmissionPlugins: []string{serviceaccount.Name}})
 	if err != nil {
 		cancel()
 		t.Fatalf("start control plane: %v", err)
@@ -79,7 +82,7 @@ func Start(t testing.TB) *Cluster {
 		t.Fatal(err)
 	}
 	run(func() error {
-		return controllermanager.Run(ctx, controller.ManagerOptions{Config: cm, Enabled: []string{deployment.Name, replicaset.Name}, Logger: quiet})
+		return controllermanager.Run(ctx, controller.ManagerOptions{Config: cm, ControllerConfig: cp.ServiceAccountConfig, Enabled: []string{deployment.Name, replicaset.Name}, Logger: quiet})
 	})
 	run(func() error {
 		return scheduler.RunWithLeaderElection(ctx, sc, scheduler.Options{Registry: plugins.NewInTreeRegistry(), Profile: plugins.DefaultProfile(), Logger: quiet})

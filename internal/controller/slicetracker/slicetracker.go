@@ -1,10 +1,15 @@
-package endpointslice
+// Package slicetracker remembers the EndpointSlices a controller wrote, per Service,
+// as upstream's EndpointSliceTracker (k8s.io/endpointslice/util) does for the
+// EndpointSlice and EndpointSliceMirroring controllers: so that a sync never acts on
+// an informer cache that has not caught up with the controller's own writes (which
+// would duplicate slices), and so that the watch events of its own writes do not
+// trigger syncs.
+package slicetracker
 
 import (
 	"strconv"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -13,25 +18,23 @@ import (
 // has not seen yet.
 const deletionExpected = -1
 
-// sliceTracker remembers the EndpointSlices the controller wrote, per Service,
-// so that a sync never acts on an informer cache that has not caught up with
-// its own writes (which would duplicate slices), and so that the watch events
-// of its own writes do not trigger syncs. It plays the part of upstream's
-// EndpointSliceTracker.
+// Tracker remembers the EndpointSlices one controller wrote, per Service (the
+// slices' service-name label). It is safe for concurrent use.
 //
 // Upstream compares metadata.generation, which its API server bumps on every
 // change of a slice's content. kubette's API server bumps generation only for
 // kinds with a spec, so EndpointSlices keep generation 0; the tracker orders
 // versions by resourceVersion instead, which kubette's API server issues as
 // increasing etcd revisions (see version).
-type sliceTracker struct {
+type Tracker struct {
 	mu sync.Mutex
 	// byService maps a Service to the versions of its slices, by slice UID.
 	byService map[types.NamespacedName]map[types.UID]int64
 }
 
-func newSliceTracker() *sliceTracker {
-	return &sliceTracker{byService: make(map[types.NamespacedName]map[types.UID]int64)}
+// New returns an empty Tracker.
+func New() *Tracker {
+	return &Tracker{byService: make(map[types.NamespacedName]map[types.UID]int64)}
 }
 
 // version orders the states of one slice: its resourceVersion as a number
@@ -49,30 +52,30 @@ func serviceOf(s *discoveryv1.EndpointSlice) types.NamespacedName {
 	return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
 }
 
-// has reports whether the slice is tracked.
-func (t *sliceTracker) has(s *discoveryv1.EndpointSlice) bool {
+// Has reports whether the slice is tracked.
+func (t *Tracker) Has(s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.byService[serviceOf(s)][s.UID]
 	return ok
 }
 
-// shouldSync reports whether a watched state of the slice is not one the
+// ShouldSync reports whether a watched state of the slice is not one the
 // controller wrote: an untracked slice, or a version newer than its own write.
-func (t *sliceTracker) shouldSync(s *discoveryv1.EndpointSlice) bool {
+func (t *Tracker) ShouldSync(s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v, ok := t.byService[serviceOf(s)][s.UID]
 	return !ok || version(s) > v
 }
 
-// stale reports whether the cached slices of svc are older than what the
+// Stale reports whether the cached slices of svc are older than what the
 // controller wrote: a slice older than its write, a slice it deleted, or a
 // slice it wrote that is missing.
-func (t *sliceTracker) stale(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) bool {
+func (t *Tracker) Stale(svc types.NamespacedName, slices []*discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tracked := t.byService[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}]
+	tracked := t.byService[svc]
 	seen := make(map[types.UID]bool, len(slices))
 	for _, s := range slices {
 		seen[s.UID] = true
@@ -88,8 +91,8 @@ func (t *sliceTracker) stale(svc *corev1.Service, slices []*discoveryv1.Endpoint
 	return false
 }
 
-// update records a state of the slice the controller wrote.
-func (t *sliceTracker) update(s *discoveryv1.EndpointSlice) {
+// Update records a state of the slice the controller wrote.
+func (t *Tracker) Update(s *discoveryv1.EndpointSlice) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	svc := serviceOf(s)
@@ -99,8 +102,8 @@ func (t *sliceTracker) update(s *discoveryv1.EndpointSlice) {
 	t.byService[svc][s.UID] = version(s)
 }
 
-// expectDeletion records that the controller deleted the slice.
-func (t *sliceTracker) expectDeletion(s *discoveryv1.EndpointSlice) {
+// ExpectDeletion records that the controller deleted the slice.
+func (t *Tracker) ExpectDeletion(s *discoveryv1.EndpointSlice) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	svc := serviceOf(s)
@@ -110,9 +113,9 @@ func (t *sliceTracker) expectDeletion(s *discoveryv1.EndpointSlice) {
 	t.byService[svc][s.UID] = deletionExpected
 }
 
-// handleDeletion forgets a deleted slice and reports whether the deletion
+// HandleDeletion forgets a deleted slice and reports whether the deletion
 // was unexpected (not the controller's own), so the Service needs a sync.
-func (t *sliceTracker) handleDeletion(s *discoveryv1.EndpointSlice) bool {
+func (t *Tracker) HandleDeletion(s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	slices, ok := t.byService[serviceOf(s)]
@@ -124,8 +127,8 @@ func (t *sliceTracker) handleDeletion(s *discoveryv1.EndpointSlice) bool {
 	return !ok || v != deletionExpected
 }
 
-// deleteService forgets every slice of the Service namespace/name.
-func (t *sliceTracker) deleteService(namespace, name string) {
+// DeleteService forgets every slice of the Service namespace/name.
+func (t *Tracker) DeleteService(namespace, name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.byService, types.NamespacedName{Namespace: namespace, Name: name})

@@ -8,7 +8,8 @@ import (
 	"github.com/kubette/kubette/internal/registry"
 )
 
-// openAPIDocs serves /openapi/v3 from documents generated once at start-up.
+// openAPIDocs serves /openapi/v3 from documents generated once at start-up, and
+// /openapi/v2 built from them on first use.
 type openAPIDocs struct{ docs *openapi.Documents }
 
 func newOpenAPIDocs(t *registry.Table) (*openAPIDocs, error) {
@@ -32,6 +33,10 @@ func newOpenAPIDocs(t *registry.Table) (*openAPIDocs, error) {
 
 func (o *openAPIDocs) serve(w http.ResponseWriter, req *http.Request) bool {
 	path := strings.TrimSuffix(req.URL.Path, "/")
+	if path == "/openapi/v2" {
+		o.docs.ServeV2(w, req)
+		return true
+	}
 	if path != "/openapi/v3" {
 		if _, _, ok := o.docs.GroupVersion(strings.TrimPrefix(path, "/openapi/v3/")); !ok {
 			return false

@@ -983,6 +983,28 @@ func semContentTypes(t *testing.T, ctx context.Context, e *semEnv) {
 			t.Fatalf("GET %s: HTTP %d, no Deployment schema", p.ServerRelativeURL, resp.StatusCode)
 		}
 	})
+
+	t.Run("OpenAPIv2", func(t *testing.T) {
+		// client-go's discovery asks for the protobuf form, as kubectl's validation
+		// and Helm do.
+		doc, err := e.Client.Discovery().OpenAPISchema()
+		if err != nil {
+			t.Fatalf("OpenAPISchema: %v", err)
+		}
+		found := false
+		for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
+			if d.GetName() == "io.k8s.api.apps.v1.Deployment" {
+				found = true
+			}
+		}
+		if doc.GetSwagger() != "2.0" || !found {
+			t.Fatalf("/openapi/v2: swagger %q, Deployment definition %v", doc.GetSwagger(), found)
+		}
+		resp, body := e.raw(t, ctx, "GET", "/openapi/v2", nil, nil)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Contains(body, []byte(`"swagger":"2.0"`)) {
+			t.Fatalf("GET /openapi/v2: HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	})
 }
 
 func semApply(t *testing.T, ctx context.Context, e *semEnv) {

@@ -27,6 +27,7 @@ type fakeAPIServer struct {
 	docs      *Documents
 	resources []Resource
 	url       string
+	v2        bool // serve /openapi/v2 (as kube-apiserver does)
 
 	mu       sync.Mutex
 	requests []recordedRequest
@@ -69,6 +70,8 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(p, "/openapi/v3"):
 		s.docs.ServeHTTP(w, r)
+	case p == "/openapi/v2" && s.v2:
+		s.docs.ServeV2(w, r)
 	case p == "/version":
 		writeTestJSON(w, http.StatusOK, map[string]string{
 			"major": "1", "minor": "32", "gitVersion": "v1.32.0", "platform": "linux/amd64",
@@ -315,6 +318,7 @@ func TestKubectlExplain(t *testing.T) {
 // fall back to a strategic merge patch built from kubectl's Go types.
 func TestKubectlCreateAndApply(t *testing.T) {
 	fake := startFakeAPIServer(t)
+	fake.v2 = true
 	kubectl := kubectlEnv(t, fake.url)
 	manifest := func(replicas string) string {
 		return `apiVersion: apps/v1
@@ -371,8 +375,9 @@ spec:
 	var sawStrictCreate, sawPatch bool
 	for _, r := range fake.recorded() {
 		// Client-side apply may ask /openapi/v2 for patch metadata once the v3
-		// document declines strategic merge patches; a 404 there makes it
-		// use its compiled-in types, which is the intended path.
+		// document declines strategic merge patches (the v2 document carries the
+		// Go types' patch strategies and merge keys); either way it must send a
+		// strategic merge patch.
 		switch {
 		case r.method == http.MethodPost && strings.HasSuffix(r.path, "/deployments"):
 			if strings.Contains(r.query, "fieldValidation=Strict") {
@@ -391,4 +396,44 @@ spec:
 	if !sawPatch {
 		t.Errorf("second apply sent no PATCH; requests: %+v", fake.recorded())
 	}
+}
+
+// TestKubectlCreateList: kubectl validates a kind: List file against /openapi/v2 (the
+// List kind has no v3 document), so creating one needs the v2 document; an unknown
+// kind then gets kubectl's usual message.
+func TestKubectlCreateList(t *testing.T) {
+	fake := startFakeAPIServer(t)
+	fake.v2 = true
+	kubectl := kubectlEnv(t, fake.url)
+	dir := t.TempDir()
+	deployment := func(name string) string {
+		return `  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: ` + name + `}
+    spec:
+      selector: {matchLabels: {app: ` + name + `}}
+      template:
+        metadata: {labels: {app: ` + name + `}}
+        spec: {containers: [{name: c, image: busybox}]}
+`
+	}
+	list := filepath.Join(dir, "list.yaml")
+	if err := os.WriteFile(list, []byte("apiVersion: v1\nkind: List\nitems:\n"+deployment("a")+deployment("b")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := kubectl("create", "-f", list, "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl create -f list.yaml: %v\n%s", err, out)
+	}
+	assertContains(t, out, "deployment.apps/a", "deployment.apps/b")
+
+	unknown := filepath.Join(dir, "unknown.yaml")
+	if err := os.WriteFile(unknown, []byte("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = kubectl("create", "-f", unknown)
+	if err == nil {
+		t.Fatalf("kubectl create of an unknown kind succeeded:\n%s", out)
+	}
+	assertContains(t, out, `no matches for kind "Widget" in version "example.com/v1"`)
 }

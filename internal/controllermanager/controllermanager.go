@@ -15,12 +15,14 @@ import (
 	"github.com/kubette/kubette/internal/controller/endpointslice"
 	"github.com/kubette/kubette/internal/controller/endpointslicemirroring"
 	"github.com/kubette/kubette/internal/controller/garbagecollector"
+	"github.com/kubette/kubette/internal/controller/job"
 	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/replicaset"
 	"github.com/kubette/kubette/internal/controller/replication"
 	"github.com/kubette/kubette/internal/controller/resourcequota"
 	"github.com/kubette/kubette/internal/controller/rootcacertpublisher"
 	"github.com/kubette/kubette/internal/controller/serviceaccount"
+	"github.com/kubette/kubette/internal/controller/ttlafterfinished"
 )
 
 // Controllers returns the registry of every controller, built in one place.
@@ -46,6 +48,8 @@ func Controllers() map[string]controller.Constructor {
 		clusterroleaggregation.Name: func(d controller.Deps) (controller.Runner, error) {
 			return clusterroleaggregation.New(d)
 		},
+		job.Name:              job.New,
+		ttlafterfinished.Name: ttlafterfinished.New,
 	}
 }
 
@@ -79,5 +83,7 @@ func ClientNames() map[string]string {
 		csrsigning.Name:             "certificate-controller",
 		csrapproving.Name:           "certificate-controller",
 		clusterroleaggregation.Name: clusterroleaggregation.ClientName,
+		job.Name:                    job.ClientName,
+		ttlafterfinished.Name:       ttlafterfinished.ClientName,
 	}
 }

@@ -73,6 +73,13 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		case "replicasets":
 			return replicaSetPrinter(), true
 		}
+	case "batch":
+		switch gr.Resource {
+		case "jobs":
+			return jobPrinter(), true
+		case "cronjobs":
+			return cronJobPrinter(), true
+		}
 	case "discovery.k8s.io":
 		if gr.Resource == "endpointslices" {
 			return endpointSlicePrinter(), true

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -40,7 +41,7 @@ import (
 // Apply sets upstream defaults on obj in place (a no-op for kinds without defaults).
 //
 // Supported kinds: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet; discovery.k8s.io/v1 EndpointSlice;
+// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet; batch/v1 Job, CronJob; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 IngressClass. Every other object (including the kinds
 // that have no upstream defaults, such as ServiceAccount, Event, Ingress, Lease,
 // Scale and Binding) is left untouched. A nil obj is ignored.
@@ -93,6 +94,14 @@ func Apply(obj runtime.Object) {
 	case *discoveryv1.EndpointSlice:
 		if o != nil {
 			setEndpointSlice(o)
+		}
+	case *batchv1.Job:
+		if o != nil {
+			setJob(o)
+		}
+	case *batchv1.CronJob:
+		if o != nil {
+			setCronJob(o)
 		}
 	case *networkingv1.IngressClass:
 		if o != nil && o.Spec.Parameters != nil && o.Spec.Parameters.Scope == nil {

@@ -25,7 +25,7 @@
 // needs its healthCheckNodePort allocated before validation.
 //
 // Kinds covered: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment and ReplicaSet;
+// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment and ReplicaSet; batch/v1 Job and CronJob;
 // autoscaling/v1 Scale; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 Ingress and IngressClass; coordination.k8s.io/v1
 // Lease; events.k8s.io/v1 Event. Other objects are accepted without errors.
@@ -38,6 +38,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -93,6 +94,10 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validateReplicaSetSpec(&o.Spec, field.NewPath("spec"))...)
 	case *autoscalingv1.Scale:
 		return validateScale(o)
+	case *batchv1.Job:
+		return validateJob(o)
+	case *batchv1.CronJob:
+		return validateCronJob(o)
 	case *discoveryv1.EndpointSlice:
 		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validateEndpointSliceSpec(o, nil)...)
 	case *networkingv1.Ingress:
@@ -147,6 +152,10 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateReplicaSetUpdate(o, old.(*appsv1.ReplicaSet))
 	case *autoscalingv1.Scale:
 		return validateScale(o)
+	case *batchv1.Job:
+		return validateJobUpdate(o, old.(*batchv1.Job))
+	case *batchv1.CronJob:
+		return validateCronJobUpdate(o, old.(*batchv1.CronJob))
 	case *discoveryv1.EndpointSlice:
 		prev := old.(*discoveryv1.EndpointSlice)
 		errs := validateMetaUpdate(&o.ObjectMeta, &prev.ObjectMeta)
@@ -192,6 +201,11 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateDeploymentStatusUpdate(o, old.(*appsv1.Deployment))
 	case *appsv1.ReplicaSet:
 		return validateReplicaSetStatusUpdate(o, old.(*appsv1.ReplicaSet))
+	case *batchv1.Job:
+		return validateJobStatusUpdate(o, old.(*batchv1.Job))
+	case *batchv1.CronJob:
+		prev := old.(*batchv1.CronJob)
+		return validateMetaUpdate(&o.ObjectMeta, &prev.ObjectMeta)
 	case *networkingv1.Ingress:
 		return validateIngressStatusUpdate(o, old.(*networkingv1.Ingress))
 	}

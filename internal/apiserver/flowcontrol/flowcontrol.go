@@ -66,6 +66,9 @@ type Source interface {
 type Config struct {
 	// Source holds the FlowSchemas and PriorityLevelConfigurations.
 	Source Source
+	// Objects counts the stored objects of each resource, for the width of lists
+	// (nil: every list takes one seat).
+	Objects ObjectCounter
 	// ServerConcurrencyLimit is the number of seats the Limited levels share
 	// (default DefaultServerConcurrencyLimit).
 	ServerConcurrencyLimit int
@@ -84,6 +87,8 @@ type Controller struct {
 	// mu serialises rebuilds and guards levels.
 	mu     sync.Mutex
 	levels map[string]*level
+	// watches counts the open watches, for the fan-out of writes.
+	watches watchTracker
 }
 
 // snapshot is one configuration: the schemas in matching order, each with its level.
@@ -98,6 +103,8 @@ type compiledSchema struct {
 	fs    *flowcontrolv1.FlowSchema
 	pl    *flowcontrolv1.PriorityLevelConfiguration
 	level *level
+	// maxSeats is levelMaxSeats of the level.
+	maxSeats int
 }
 
 // New returns a controller over cfg's source.
@@ -183,6 +190,7 @@ func (c *Controller) compileLocked(fss []*flowcontrolv1.FlowSchema, pls []*flowc
 		total += int(shares(pl))
 	}
 	levels := map[string]*level{}
+	maxSeats := map[string]int{}
 	for _, pl := range pls {
 		sh := shapeOf(pl)
 		seats := 0
@@ -190,6 +198,7 @@ func (c *Controller) compileLocked(fss []*flowcontrolv1.FlowSchema, pls []*flowc
 			// ceil(server limit * shares / sum of shares), as upstream's nominal limit.
 			seats = (c.cfg.ServerConcurrencyLimit*int(shares(pl)) + total - 1) / total
 		}
+		maxSeats[pl.Name] = levelMaxSeats(sh, seats)
 		if l := c.levels[pl.Name]; l != nil && l.shape == sh {
 			l.setSeats(seats)
 			levels[pl.Name] = l
@@ -211,7 +220,7 @@ func (c *Controller) compileLocked(fss []*flowcontrolv1.FlowSchema, pls []*flowc
 		if pl == nil {
 			continue // dangling: skipped, as upstream
 		}
-		cs := compiledSchema{fs: fs, pl: pl, level: levels[pl.Name]}
+		cs := compiledSchema{fs: fs, pl: pl, level: levels[pl.Name], maxSeats: maxSeats[pl.Name]}
 		s.schemas = append(s.schemas, cs)
 		if fs.Name == bootstrap.CatchAll {
 			s.catchAll = cs
@@ -220,7 +229,7 @@ func (c *Controller) compileLocked(fss []*flowcontrolv1.FlowSchema, pls []*flowc
 	if s.catchAll.fs == nil {
 		fs, _ := bootstrap.MandatoryFlowSchema(bootstrap.CatchAll)
 		pl := byName[bootstrap.CatchAll]
-		s.catchAll = compiledSchema{fs: fs, pl: pl, level: levels[pl.Name]}
+		s.catchAll = compiledSchema{fs: fs, pl: pl, level: levels[pl.Name], maxSeats: maxSeats[pl.Name]}
 	}
 	return s
 }
@@ -303,39 +312,45 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID, string(cs.pl.UID))
 		h.Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, string(cs.fs.UID))
-		release, err := c.wait(req.Context(), cs, d)
+		t, err := c.wait(req, &a, cs, d)
 		if err != nil {
 			tooManyRequests(w)
 			return
 		}
 		if a.Verb == "watch" {
-			// A watch takes a seat to start, not for its life.
-			release()
+			// A watch takes its seats to start, not for its life; while it lasts it
+			// counts in the fan-out of the writes it may see.
+			cs.level.finish(t)
+			if k, ok := c.watches.register(&a); ok {
+				defer c.watches.forget(k)
+			}
 			next.ServeHTTP(w, req)
 			return
 		}
-		defer release()
+		defer cs.level.finish(t)
 		next.ServeHTTP(w, req)
 	})
 }
 
-// wait takes a seat of the schema's level for the flow, waiting in a queue as long as
-// the request may.
-func (c *Controller) wait(ctx context.Context, cs compiledSchema, distinguisher string) (func(), error) {
+// wait takes the seats the request's work needs from the schema's level for the flow,
+// waiting in a queue as long as the request may: a quarter of what remains of its
+// deadline, QueueWaitLimit without one, at most a minute.
+func (c *Controller) wait(req *http.Request, a *authorizer.Attributes, cs compiledSchema, distinguisher string) (ticket, error) {
 	l := cs.level
 	if l.shape.exempt {
-		return l.acquire(ctx, 0)
+		t, _, err := l.start(0, oneSeat)
+		return t, err
 	}
+	t, w, err := l.start(flowHash(cs.fs.Name, distinguisher), c.estimateWork(req, a, cs.maxSeats))
+	if w == nil || err != nil {
+		return t, err
+	}
+	ctx := req.Context()
 	limit := c.cfg.QueueWaitLimit
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl) / 4
 	}
-	if limit > maxQueueWait {
-		limit = maxQueueWait
-	}
-	wctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	return l.acquire(wctx, flowHash(cs.fs.Name, distinguisher))
+	return l.await(ctx, w, min(limit, maxQueueWait))
 }
 
 // tooManyRequests is upstream's answer to a request priority and fairness refused.
@@ -344,9 +359,10 @@ func tooManyRequests(w http.ResponseWriter) {
 	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 }
 
-// LevelStats is one priority level's state, for tests and benchmarks.
+// LevelStats is one priority level's state, for tests and benchmarks: its seats, the
+// seats in use, and the requests executing and waiting.
 type LevelStats struct {
-	Seats, Executing, Waiting int
+	Seats, InUse, Executing, Waiting int
 }
 
 // Stats returns the state of each priority level by name.
@@ -357,7 +373,11 @@ func (c *Controller) Stats(ctx context.Context) map[string]LevelStats {
 	out := make(map[string]LevelStats, len(c.levels))
 	for name, l := range c.levels {
 		seats, ex, wt := l.stats()
-		out[name] = LevelStats{Seats: seats, Executing: ex, Waiting: wt}
+		inUse := ex // an exempt level counts requests only
+		if !l.shape.exempt {
+			inUse = l.seatsInUse()
+		}
+		out[name] = LevelStats{Seats: seats, InUse: inUse, Executing: ex, Waiting: wt}
 	}
 	return out
 }

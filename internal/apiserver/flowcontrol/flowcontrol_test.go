@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,6 +193,11 @@ func TestDealIsDistinctAndStable(t *testing.T) {
 func TestLevelFairQueuing(t *testing.T) {
 	// A hand of one queue, so that the flood fills its queue after 50 requests.
 	l := newLevel(shape{queues: 64, handSize: 1, queueLengthLimit: 50}, 2)
+	// The clock stands still: the flood's queue has been charged the estimated work
+	// of its two requests, the other flow's nothing, so fair queuing serves the
+	// other first (as the clock runs, a flow is charged its requests' service time
+	// only when they finish: see TestLevelFairShares for the long run).
+	l.now = func() time.Duration { return 0 }
 	ctx := context.Background()
 	// Two requests of the flood take both seats.
 	flood := flowHash("fs", "flood")
@@ -205,23 +211,23 @@ func TestLevelFairQueuing(t *testing.T) {
 	}
 	var releases []func()
 	for i := 0; i < 2; i++ {
-		r, err := l.acquire(ctx, flood)
+		r, err := acquire(ctx, l, flood, oneSeat)
 		if err != nil {
 			t.Fatal(err)
 		}
-		releases = append(releases, r)
+		releases = append(releases, func() { l.finish(r) })
 	}
 	// The flood queues 50 more (its queue is full then: the 51st waiter would be
 	// refused), and one request of another flow waits behind them.
 	type result struct {
-		who     string
-		release func()
-		err     error
+		who string
+		t   ticket
+		err error
 	}
 	results := make(chan result, 100)
 	start := func(who string, h uint64) {
 		go func() {
-			r, err := l.acquire(ctx, h)
+			r, err := acquire(ctx, l, h, oneSeat)
 			results <- result{who, r, err}
 		}()
 	}
@@ -254,14 +260,14 @@ func TestLevelFairQueuing(t *testing.T) {
 	if r.who != "other" || r.err != nil {
 		t.Fatalf("first served after a release: %s (%v), want other", r.who, r.err)
 	}
-	r.release()
+	l.finish(r.t)
 	releases[1]()
 	for i := 0; i < 50; i++ {
 		r := <-results
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		r.release()
+		l.finish(r.t)
 	}
 	if seats, ex, w := l.stats(); ex != 0 || w != 0 || seats != 2 {
 		t.Errorf("after all: seats %d executing %d waiting %d", seats, ex, w)
@@ -270,31 +276,31 @@ func TestLevelFairQueuing(t *testing.T) {
 
 func TestLevelTimeoutAndReject(t *testing.T) {
 	l := newLevel(shape{queues: 4, handSize: 2, queueLengthLimit: 1}, 1)
-	release, err := l.acquire(context.Background(), 1)
+	held, err := acquire(context.Background(), l, 1, oneSeat)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := l.acquire(ctx, 1); err != errTimedOut {
+	if _, err := acquire(ctx, l, 1, oneSeat); err != errTimedOut {
 		t.Errorf("wait past the deadline: %v, want timed out", err)
 	}
 	if _, _, w := l.stats(); w != 0 {
 		t.Errorf("a timed-out request stays queued: %d", w)
 	}
-	release()
+	l.finish(held)
 	rej := newLevel(shape{reject: true}, 1)
-	r, err := rej.acquire(context.Background(), 1)
+	r, err := acquire(context.Background(), rej, 1, oneSeat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rej.acquire(context.Background(), 2); err != errRejected {
+	if _, err := acquire(context.Background(), rej, 2, oneSeat); err != errRejected {
 		t.Errorf("a Reject level without a seat: %v", err)
 	}
-	r()
+	rej.finish(r)
 	ex := newLevel(shape{exempt: true}, 0)
 	for i := 0; i < 10; i++ {
-		if _, err := ex.acquire(context.Background(), 1); err != nil {
+		if _, err := acquire(context.Background(), ex, 1, estimate{seats: 10}); err != nil {
 			t.Fatalf("exempt waited: %v", err)
 		}
 	}
@@ -339,3 +345,12 @@ func TestHandlerHeadersAnd429(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+// acquire takes a request's seats from l, waiting as long as ctx lets it.
+func acquire(ctx context.Context, l *level, hash uint64, est estimate) (ticket, error) {
+	t, w, err := l.start(hash, est)
+	if w == nil || err != nil {
+		return t, err
+	}
+	return l.await(ctx, w, time.Hour)
+}

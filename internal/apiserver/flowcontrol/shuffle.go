@@ -11,18 +11,22 @@ func flowHash(schema, distinguisher string) uint64 {
 	return h.Sum64()
 }
 
-// deal picks handSize distinct queues out of deck from the hash, calling pick with each:
-// the hash is read as a mixed-radix number (deck, deck-1, ...), each digit the index of
-// a queue among those not yet dealt, so that each flow always gets the same hand and
-// two flows rarely share all of theirs.
+// deal picks handSize distinct queues out of deck from the hash, calling pick with each
+// in the order dealt (see dealHand).
 func deal(hash uint64, deck, handSize int, pick func(queue int)) {
+	var buf [16]int
+	for _, q := range dealHand(hash, deck, handSize, &buf) {
+		pick(q)
+	}
+}
+
+// dealHand picks handSize (at most 16) distinct queues out of deck from the hash, in
+// buf, returning them in the order dealt: the hash is read as a mixed-radix number
+// (deck, deck-1, ...), each digit the index of a queue among those not yet dealt, so
+// that each flow always gets the same hand and two flows rarely share all of theirs.
+func dealHand(hash uint64, deck, handSize int, buf *[16]int) []int {
 	var dealt [16]int // sorted
-	if handSize > len(dealt) {
-		handSize = len(dealt)
-	}
-	if handSize > deck {
-		handSize = deck
-	}
+	handSize = min(handSize, len(dealt), deck)
 	for i := 0; i < handSize; i++ {
 		n := uint64(deck - i)
 		card := int(hash % n)
@@ -34,6 +38,7 @@ func deal(hash uint64, deck, handSize int, pick func(queue int)) {
 		}
 		copy(dealt[k+1:i+1], dealt[k:i])
 		dealt[k] = card
-		pick(card)
+		buf[i] = card
 	}
+	return buf[:max(handSize, 0)]
 }

@@ -2,18 +2,38 @@
 // priority-and-fairness filter: every request is classified by the FlowSchemas (the
 // first match by matchingPrecedence, then name) into a priority level and a flow (the
 // schema and the user or namespace its distinguisher names); a Limited level has a share
-// of the server's seats in proportion to its nominalConcurrencyShares, and a request
-// that finds none free waits in one of its flow's queues (shuffle sharding picks the
-// flow's hand of queues; free seats go to the queues in turn) or is rejected with 429
-// and Retry-After when the queues are full, the level rejects, or it waited too long.
-// The Exempt level never waits. Long-running requests (exec, attach, port-forward,
-// proxy, logs) are not counted; a watch takes a seat only to start.
+// of the server's seats in proportion to its nominalConcurrencyShares. The Exempt level
+// never waits. Long-running requests (exec, attach, port-forward, proxy, logs) are not
+// counted; a watch takes its seats only to start.
+//
+// A request takes as many seats as upstream's work estimator says: a list
+// ceil(objects / 100), from 1 to 10 and to the level's bound (15% of its seats, at most
+// its seats over its hand size), objects being the resource's stored count in all
+// namespaces (from the watch caches: Config.Objects) for a list the watch cache serves,
+// the count plus the page for one read from storage with a selector, twice the page
+// without; a write 1 seat, and when ten or more open watches may see its event,
+// ceil(watches / 10) (at most 10) held 5 ms after it finished for the fan-out; anything
+// else 1. A request runs only when its seats are free (one wider than its level, once the
+// level is empty); otherwise it waits in one of its flow's queues (shuffle sharding deals
+// the flow a hand and it joins the queue of least waiting work) or is rejected with 429
+// and Retry-After when its queue is full while every seat is taken, the level rejects,
+// or it waited too long. The queues are served by upstream's fair queuing: the queue
+// whose head has the smallest virtual finish time (the queue's virtual start plus the
+// head's seats times 3 ms, corrected by the real service time when it finishes) goes
+// next, and when that head does not fit in the free seats nothing else is dispatched
+// until it does.
 //
 // The configuration is read from the server's watch caches (Source) and rebuilt when
 // their revision moves; the mandatory exempt and catch-all objects are assumed in
-// memory while they do not exist. Differences from upstream: every request takes one
-// seat (no width estimates for lists), levels do not lend or borrow seats, and the
-// dispatch is round-robin over the queues rather than virtual-time fair queuing.
+// memory while they do not exist. Differences from upstream: levels do not lend or
+// borrow seats; lists are estimated by object count only (upstream's newer estimate by
+// object size, SizeBasedListCostEstimate, is not done), and where the list is served
+// from follows this server (the cache for resourceVersion=0 without continue, storage
+// otherwise, where upstream serves consistent reads from the cache too); a resource
+// without a watch cache (count unknown) lists in one seat, as upstream's unknown
+// counts; the object counts are read live rather than refreshed each minute; a level of
+// no seats admits nothing (upstream lets a Reject level run one request when idle); and
+// the virtual time starts again from zero whenever a level is idle.
 package flowcontrol
 
 import (

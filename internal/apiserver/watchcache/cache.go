@@ -447,6 +447,13 @@ func (c *Cache) Revision() int64 {
 	return c.rev
 }
 
+// Len returns how many objects the cache holds (0 before its first list loaded).
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.items)
+}
+
 // List returns the objects under prefix (a sub-prefix of the cache's) that pass filter, sorted by key,
 // and the revision the snapshot is at.
 func (c *Cache) List(ctx context.Context, prefix string, filter Filter) ([]runtime.Object, int64, error) {

@@ -12,19 +12,22 @@ import (
 )
 
 // BenchmarkHandler measures the filter's fast path (classification over upstream's
-// bootstrap configuration, a free seat) for a user that falls through to global-default,
-// the deepest match, from parallel goroutines; it reports requests/s and the p99 of
+// bootstrap configuration, the work estimate, free seats) for a list by a user that
+// falls through to global-default, the deepest match, from parallel goroutines; it reports requests/s and the p99 of
 // the time spent in the filter.
 func BenchmarkHandler(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		user *filters.User
+		name    string
+		user    *filters.User
+		objects ObjectCounter
 	}{
-		{"global-default", &filters.User{Name: "bob", Groups: []string{"system:authenticated"}}},
-		{"exempt", &filters.User{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}},
+		{"global-default", &filters.User{Name: "bob", Groups: []string{"system:authenticated"}}, nil},
+		// The list's width from an object count (50 configmaps: one seat).
+		{"global-default-counted", &filters.User{Name: "bob", Groups: []string{"system:authenticated"}}, fakeCounts{configMaps: 50}},
+		{"exempt", &filters.User{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}, nil},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := New(Config{Source: bootstrapSource()})
+			c := New(Config{Source: bootstrapSource(), Objects: tc.objects})
 			h := c.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			var mu sync.Mutex
 			var lat []time.Duration

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/clusterroleaggregation"
+	"github.com/kubette/kubette/internal/controller/cronjob"
 	"github.com/kubette/kubette/internal/controller/csrapproving"
 	"github.com/kubette/kubette/internal/controller/csrsigning"
 	"github.com/kubette/kubette/internal/controller/deployment"
@@ -49,6 +50,7 @@ func Controllers() map[string]controller.Constructor {
 			return clusterroleaggregation.New(d)
 		},
 		job.Name:              job.New,
+		cronjob.Name:          cronjob.New,
 		ttlafterfinished.Name: ttlafterfinished.New,
 	}
 }
@@ -84,6 +86,7 @@ func ClientNames() map[string]string {
 		csrapproving.Name:           "certificate-controller",
 		clusterroleaggregation.Name: clusterroleaggregation.ClientName,
 		job.Name:                    job.ClientName,
+		cronjob.Name:                cronjob.ClientName,
 		ttlafterfinished.Name:       ttlafterfinished.ClientName,
 	}
 }

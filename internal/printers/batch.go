@@ -106,7 +106,11 @@ func cronJobPrinter() Printer {
 			if cj.Spec.TimeZone != nil {
 				tz = *cj.Spec.TimeZone
 			}
-			suspend := cj.Spec.Suspend != nil && *cj.Spec.Suspend
+			// Printed as the words True and False, as upstream's printBoolPtr.
+			suspend := "False"
+			if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
+				suspend = "True"
+			}
 			names, images := containerCells(cj.Spec.JobTemplate.Spec.Template.Spec.Containers)
 			return []interface{}{
 				cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last,

@@ -178,6 +178,16 @@ func (c *Controller) reconcileActive(ctx context.Context, cj *batchv1.CronJob, j
 		done, _ := job.IsFinished(j)
 		switch {
 		case !active && !done:
+			if at, err := time.Parse(time.RFC3339, j.Annotations[ScheduledTimestampAnnotation]); err == nil && j.Name == JobName(cj, at) {
+				// Made by this controller, whose status update was lost (a conflict
+				// or a crash right after the create): it is active.
+				addActive(cj, j)
+				if cj.Status.LastScheduleTime == nil || at.After(cj.Status.LastScheduleTime.Time) {
+					t := metav1.NewTime(at)
+					cj.Status.LastScheduleTime = &t
+				}
+				continue
+			}
 			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
 		case active && done:
 			removeActive(cj, j.UID)
@@ -264,9 +274,7 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*
 		return 0, fmt.Errorf("create Job %s/%s: %w", cj.Namespace, name, err)
 	}
 	c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", j.Name)
-	cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{
-		Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID, APIVersion: "batch/v1", ResourceVersion: j.ResourceVersion,
-	})
+	addActive(cj, j)
 	t := metav1.NewTime(*scheduled)
 	cj.Status.LastScheduleTime = &t
 	return next, nil
@@ -386,6 +394,12 @@ func inActive(cj *batchv1.CronJob, uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+func addActive(cj *batchv1.CronJob, j *batchv1.Job) {
+	cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{
+		Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID, APIVersion: "batch/v1", ResourceVersion: j.ResourceVersion,
+	})
 }
 
 func removeActive(cj *batchv1.CronJob, uid types.UID) {

@@ -241,3 +241,32 @@ func TestCronJobReplaceAndSuspend(t *testing.T) {
 	jobsOf(t, c, "replace", fourthName)
 	waitActive(t, c, "replace", fourthName)
 }
+
+// TestCronJobRecoversItsOwnJob: a Job the controller made whose status update was
+// lost is found again and listed as active, not made twice.
+func TestCronJobRecoversItsOwnJob(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	c := start(t, clk)
+	cj, err := c.BatchV1().CronJobs(ns).Create(context.Background(), newCronJob("lost", batchv1.AllowConcurrent), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, firstName := minuteAfter(cj.CreationTimestamp.Time, "lost", 1)
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: firstName, Namespace: ns, Labels: map[string]string{"app": "lost"},
+			Annotations: map[string]string{cronjob.ScheduledTimestampAnnotation: first.Format(time.RFC3339)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "lost", UID: cj.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: cj.Spec.JobTemplate.Spec,
+	}
+	if _, err := c.BatchV1().Jobs(ns).Create(context.Background(), j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(first.Add(time.Second))
+	touch(t, c, "lost")
+	got := waitActive(t, c, "lost", firstName)
+	if got.Status.LastScheduleTime == nil || !got.Status.LastScheduleTime.Time.Equal(first) {
+		t.Errorf("lastScheduleTime %v", got.Status.LastScheduleTime)
+	}
+	jobsOf(t, c, "lost", firstName)
+}

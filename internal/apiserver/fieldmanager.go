@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsac "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -46,7 +48,12 @@ func newFieldManagers(ctx context.Context, s *Server) *fieldManagers {
 	f := &fieldManagers{scheme: s.scheme, ready: make(chan struct{}), managers: map[string]*managedfields.FieldManager{}, log: s.log.Error,
 		creates: map[schema.GroupVersionKind]*createFields{}, strip: newStripSet()}
 	go func() {
-		f.converter = newTypeConverter(applyconfigurations.NewTypeConverter(s.scheme), s.scheme)
+		f.converter = newTypeConverter(byGroup{
+			fallback: applyconfigurations.NewTypeConverter(s.scheme),
+			groups: map[string]managedfields.TypeConverter{
+				apiextensionsv1.GroupName: apiextensionsac.NewTypeConverter(s.scheme),
+			},
+		}, s.scheme)
 		close(f.ready)
 	}()
 	return f
@@ -96,6 +103,26 @@ func (f *fieldManagers) apply(r *registry.Resource, sub string, live, applied ru
 		return nil, err
 	}
 	return m.Apply(live, applied, manager, force)
+}
+
+// byGroup is the type converter of each API group whose schemas its module publishes
+// apart from k8s.io/api's (client-go's applyconfigurations): apiextensions.k8s.io's
+// from k8s.io/apiextensions-apiserver. TypedToObject needs no schema, so any of them
+// serves it.
+type byGroup struct {
+	fallback managedfields.TypeConverter
+	groups   map[string]managedfields.TypeConverter
+}
+
+func (b byGroup) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if c, ok := b.groups[obj.GetObjectKind().GroupVersionKind().Group]; ok {
+		return c.ObjectToTyped(obj, opts...)
+	}
+	return b.fallback.ObjectToTyped(obj, opts...)
+}
+
+func (b byGroup) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	return b.fallback.TypedToObject(v)
 }
 
 // typeConverter wraps the scheme's type converter for the update path. It resolves the

@@ -353,6 +353,11 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		sr.stop()
 		return nil, err
 	}
+	if err := runCRDControllers(ctx, srv, cfg.Logger); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
 	if advertise, err := advertiseAddress(cfg); err != nil {
 		cfg.Logger.Warn("no address to advertise: the kubernetes Service has no endpoints", "err", err)
 		if err := srv.EnsureKubernetesService(readyCtx, netip.Addr{}, cfg.Port); err != nil {

@@ -106,6 +106,10 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		case "prioritylevelconfigurations":
 			return priorityLevelPrinter(), true
 		}
+	case "apiextensions.k8s.io":
+		if gr.Resource == "customresourcedefinitions" {
+			return createdAtPrinter(), true
+		}
 	case "rbac.authorization.k8s.io":
 		switch gr.Resource {
 		case "roles", "clusterroles":

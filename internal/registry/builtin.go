@@ -194,6 +194,7 @@ func Builtin() []*Resource {
 	res = append(res, authorizationResources()...)
 	res = append(res, rbacResources()...)
 	res = append(res, flowcontrolResources()...)
+	res = append(res, apiextensionsResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion

@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,7 +32,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, appsv1.AddToScheme, authenticationv1.AddToScheme, autoscalingv1.AddToScheme, batchv1.AddToScheme, certificatesv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme,
 		networkingv1.AddToScheme, policyv1.AddToScheme, rbacv1.AddToScheme, authorizationv1.AddToScheme, schedulingv1.AddToScheme,
-		flowcontrolv1.AddToScheme,
+		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {

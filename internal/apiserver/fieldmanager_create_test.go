@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,6 +177,11 @@ func TestCreateFieldsSameAsFieldManager(t *testing.T) {
 		func(e *runtime.RawExtension, c randfill.Continue) {
 			if c.Bool() {
 				e.Raw = []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"%d"}}`, c.Intn(9)))
+			}
+		},
+		func(j *apiextensionsv1.JSON, c randfill.Continue) { // a CRD schema's defaults and examples
+			if c.Bool() {
+				j.Raw = []byte(fmt.Sprintf(`{"k":%d}`, c.Intn(9)))
 			}
 		},
 		func(e *metav1.ManagedFieldsEntry, c randfill.Continue) { // in templates' metadata

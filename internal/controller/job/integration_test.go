@@ -410,3 +410,43 @@ func TestTTLAfterFinished(t *testing.T) {
 		return fmt.Errorf("still there (%v)", err)
 	})
 }
+
+// TestJobAdoptsAndReleases: an orphaned pod that matches is adopted again, and a pod
+// whose labels stop matching is released (its finalizer with it) and replaced.
+func TestJobAdoptsAndReleases(t *testing.T) {
+	c := start(t)
+	j := create(t, c, newJob("adopt", 2, 2))
+	pods := activePods(t, c, j, 2)
+	ctx := context.Background()
+	orphan := pods[0].Name
+	if _, err := c.CoreV1().Pods(ns).Patch(ctx, orphan, "application/merge-patch+json",
+		[]byte(`{"metadata":{"ownerReferences":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "orphan adopted", func() error {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, orphan, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != j.UID {
+			return fmt.Errorf("controller %+v", ref)
+		}
+		return nil
+	})
+	released := pods[1].Name
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"other"}}}`, batchv1.ControllerUidLabel)
+	if _, err := c.CoreV1().Pods(ns).Patch(ctx, released, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "pod released", func() error {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, released, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(p); ref != nil || len(p.Finalizers) > 0 {
+			return fmt.Errorf("controller %+v finalizers %v", ref, p.Finalizers)
+		}
+		return nil
+	})
+	activePods(t, c, j, 2) // the replacement, selected by the Job's labels
+}

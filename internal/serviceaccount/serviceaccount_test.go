@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ var (
 )
 
 // keys returns two RSA keys, generated once for the package's tests.
-func keys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
+func keys(t testing.TB) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	t.Helper()
 	testKeyOnce.Do(func() {
 		for i := range testKeys {
@@ -501,6 +502,94 @@ func TestSplitUsername(t *testing.T) {
 		ns, name, ok := SplitUsername(in)
 		if ok != (want[0] != "") || ns != want[0] || name != want[1] {
 			t.Errorf("SplitUsername(%q) = %q %q %v", in, ns, name, ok)
+		}
+	}
+}
+
+// TestVerifySignedCache: a token whose signature checked out is not verified again, but
+// a token that differs from it anywhere (its signature included) is, and failures are
+// not remembered.
+func TestVerifySignedCache(t *testing.T) {
+	key, other := keys(t)
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	is, _ := NewIssuer(iss, key, c.now)
+	foreign, _ := NewIssuer(iss, other, c.now)
+	v, err := NewVerifier([]string{iss}, []*rsa.PublicKey{&key.PublicKey}, []string{iss}, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sa, pod, _ := fixtures()
+	good, _, _ := is.BoundToken(sa, Binding{Pod: pod}, []string{iss}, 3600, 0)
+	if _, ok := v.signed.get(good); ok || !v.Recognizes(good) {
+		t.Fatal("a token is known before its first verification, or not recognized")
+	}
+	first, err := v.Verify(good, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached, ok := v.signed.get(good); !ok || cached != first.Claims || !v.Recognizes(good) {
+		t.Fatalf("after a verification: cached %v, recognized %v", ok, v.Recognizes(good))
+	}
+	again, err := v.Verify(good, nil)
+	if err != nil || !reflect.DeepEqual(again, first) {
+		t.Fatalf("second Verify = %+v, %v; want %+v", again, err, first)
+	}
+
+	// The payload of the cached token with another key's signature, or a signature cut
+	// short, does not verify.
+	parts := strings.Split(good, ".")
+	bad, _, _ := foreign.BoundToken(sa, Binding{Pod: pod}, []string{iss}, 3600, 0)
+	forged := parts[0] + "." + parts[1] + "." + strings.Split(bad, ".")[2]
+	for _, tok := range []string{forged, parts[0] + "." + parts[1] + "." + parts[2][:len(parts[2])-4]} {
+		for i := 0; i < 2; i++ {
+			if _, err := v.Verify(tok, nil); err == nil {
+				t.Fatalf("attempt %d: a token with the cached payload and another signature verified", i)
+			}
+		}
+		if _, ok := v.signed.get(tok); ok {
+			t.Error("a failed verification was remembered")
+		}
+	}
+
+	// The cached outcome does not cover the times or the audiences.
+	if _, err := v.Verify(good, []string{"vault"}); err == nil {
+		t.Error("a cached token verified for an audience it does not carry")
+	}
+	c.t = c.t.Add(time.Hour + 2*Leeway)
+	if _, err := v.Verify(good, nil); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("cached expired token: %v", err)
+	}
+}
+
+func TestSignedCacheBound(t *testing.T) {
+	c := newSignedCache()
+	for i := 0; i < signedCacheSize+100; i++ {
+		c.put("token-"+strconv.Itoa(i), &Claims{})
+	}
+	if n := len(c.claims); n != signedCacheSize {
+		t.Errorf("%d entries, want the bound %d", n, signedCacheSize)
+	}
+	last := "token-" + strconv.Itoa(signedCacheSize+99)
+	if _, ok := c.get(last); !ok {
+		t.Error("the entry just put is missing")
+	}
+}
+
+// BenchmarkAuthenticate measures the authentication of one bound token used again and
+// again, as a client's requests do.
+func BenchmarkAuthenticate(b *testing.B) {
+	key, _ := keys(b)
+	is, _ := NewIssuer(iss, key, nil)
+	v, _ := NewVerifier([]string{iss}, []*rsa.PublicKey{&key.PublicKey}, []string{iss}, nil)
+	objs, sa, pod, _ := fixtures()
+	a := NewAuthenticator(v, objs, nil)
+	tok, _, _ := is.BoundToken(sa, Binding{Pod: pod}, []string{iss}, 3600, 0)
+	req := httptest.NewRequest(http.MethodGet, "/api", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok, err := a.Authenticate(req); !ok || err != nil {
+			b.Fatal(ok, err)
 		}
 	}
 }

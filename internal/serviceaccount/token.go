@@ -172,6 +172,8 @@ type Verifier struct {
 	allKeys   []*rsa.PublicKey
 	audiences []string
 	now       func() time.Time
+	// signed keeps the claims of tokens whose signature checked out (signedCache).
+	signed *signedCache
 }
 
 // NewVerifier returns a verifier of tokens of the given issuers (LegacyIssuer included when
@@ -179,7 +181,8 @@ type Verifier struct {
 // API server: a token without audience (legacy) gets them, and Verify without audiences
 // requires one of them. now is the clock (time.Now when nil).
 func NewVerifier(issuers []string, keys []*rsa.PublicKey, apiAudiences []string, now func() time.Time) (*Verifier, error) {
-	v := &Verifier{issuers: map[string]bool{}, keys: map[string]*rsa.PublicKey{}, audiences: apiAudiences, now: now, allKeys: keys}
+	v := &Verifier{issuers: map[string]bool{}, keys: map[string]*rsa.PublicKey{}, audiences: apiAudiences, now: now, allKeys: keys,
+		signed: newSignedCache()}
 	if v.now == nil {
 		v.now = time.Now
 	}
@@ -203,6 +206,15 @@ var ErrNotOurs = errors.New("not a service account token")
 // Recognizes reports whether token looks like a JWT of one of the verifier's issuers (its
 // unverified iss claim), as upstream checks before verifying.
 func (v *Verifier) Recognizes(token string) bool {
+	if c, ok := v.signed.get(token); ok {
+		// The same payload, parsed when its signature was checked.
+		return v.issuers[c.Issuer]
+	}
+	return v.recognizes(token)
+}
+
+// recognizes is Recognizes from the token's unverified payload.
+func (v *Verifier) recognizes(token string) bool {
 	if strings.HasPrefix(strings.TrimSpace(token), "{") {
 		return false
 	}
@@ -227,26 +239,9 @@ func (v *Verifier) Recognizes(token string) bool {
 // audiences (the API server's when audiences is empty). ErrNotOurs for a token of another
 // issuer; other errors say why the token is refused (for logs and TokenReview, not for 401s).
 func (v *Verifier) Verify(token string, audiences []string) (*Verified, error) {
-	if !v.Recognizes(token) {
-		return nil, ErrNotOurs
-	}
-	claims := &Claims{}
-	parser := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodRS256.Alg()}), jwt.WithoutClaimsValidation())
-	_, err := parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
-		if kid, _ := t.Header["kid"].(string); kid != "" {
-			if k, ok := v.keys[kid]; ok {
-				return k, nil
-			}
-			return nil, errors.New("invalid signature, no keys found")
-		}
-		set := jwt.VerificationKeySet{}
-		for _, k := range v.allKeys {
-			set.Keys = append(set.Keys, k)
-		}
-		return set, nil
-	})
+	claims, err := v.signedClaims(token)
 	if err != nil {
-		return nil, fmt.Errorf("invalid token: %w", err)
+		return nil, err
 	}
 	if !v.issuers[claims.Issuer] {
 		return nil, fmt.Errorf("token issuer %q is invalid", claims.Issuer)
@@ -285,6 +280,39 @@ func (v *Verifier) Verify(token string, audiences []string) (*Verified, error) {
 		return nil, errors.New("sub claim is invalid")
 	}
 	return out, nil
+}
+
+// signedClaims returns the claims of token once its signature is checked against the
+// verifier's keys (kept in v.signed: the check is made once per token). ErrNotOurs for
+// a token of another issuer. The claims are shared by every use of the token: callers
+// must not modify them.
+func (v *Verifier) signedClaims(token string) (*Claims, error) {
+	if c, ok := v.signed.get(token); ok {
+		return c, nil
+	}
+	if !v.recognizes(token) {
+		return nil, ErrNotOurs
+	}
+	claims := &Claims{}
+	parser := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodRS256.Alg()}), jwt.WithoutClaimsValidation())
+	_, err := parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		if kid, _ := t.Header["kid"].(string); kid != "" {
+			if k, ok := v.keys[kid]; ok {
+				return k, nil
+			}
+			return nil, errors.New("invalid signature, no keys found")
+		}
+		set := jwt.VerificationKeySet{}
+		for _, k := range v.allKeys {
+			set.Keys = append(set.Keys, k)
+		}
+		return set, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("invalid token: %w", err)
+	}
+	v.signed.put(token, claims)
+	return claims, nil
 }
 
 // validateLegacy checks the claims of a Secret-based token, as upstream's legacy validator.

@@ -65,9 +65,9 @@ func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (au
 	var errs []error
 	reason := ""
 	allowed := false
-	z.VisitRulesFor(ctx, a.User, a.Namespace, func(source string, rule *rbacv1.PolicyRule, err error) bool {
+	z.VisitRulesFor(ctx, a.User, a.Namespace, func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
 		if rule != nil && RuleAllows(a, rule) {
-			allowed, reason = true, "RBAC: allowed by "+source
+			allowed, reason = true, "RBAC: allowed by "+source.String()
 			return false
 		}
 		if err != nil {
@@ -89,7 +89,7 @@ func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (au
 func (z *Authorizer) RulesFor(ctx context.Context, u *filters.User, namespace string) ([]rbacv1.PolicyRule, error) {
 	var rules []rbacv1.PolicyRule
 	var errs []error
-	z.VisitRulesFor(ctx, u, namespace, func(_ string, rule *rbacv1.PolicyRule, err error) bool {
+	z.VisitRulesFor(ctx, u, namespace, func(_ fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
 		if rule != nil {
 			rules = append(rules, *rule)
 		}
@@ -114,24 +114,25 @@ func (z *Authorizer) RoleRefRules(ctx context.Context, ref rbacv1.RoleRef, names
 }
 
 // VisitRulesFor calls visit with each rule that applies to u in namespace, with the
-// binding it comes from (upstream's wording, e.g. `ClusterRoleBinding "x" of ClusterRole
-// "y" to User "z"`), and with each error met; visit returns false to stop.
+// binding it comes from (its String is upstream's wording, e.g. `ClusterRoleBinding "x" of
+// ClusterRole "y" to User "z"`, made only when asked: most visits never need it), and with
+// each error met (source nil); visit returns false to stop.
 // ClusterRoleBindings come first, then the namespace's RoleBindings, each in name order.
-func (z *Authorizer) VisitRulesFor(ctx context.Context, u *filters.User, namespace string, visit func(source string, rule *rbacv1.PolicyRule, err error) bool) {
+func (z *Authorizer) VisitRulesFor(ctx context.Context, u *filters.User, namespace string, visit func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool) {
 	if u == nil {
 		return
 	}
 	s, err := z.snapshot(ctx)
 	if err != nil {
-		visit("", nil, err)
+		visit(nil, nil, err)
 		return
 	}
-	if !s.visit(s.cluster, u, "", visit) {
+	if !s.visit(s.cluster, u, visit) {
 		return
 	}
 	if namespace != "" {
 		if idx := s.namespaced[namespace]; idx != nil {
-			s.visit(idx, u, namespace, visit)
+			s.visit(idx, u, visit)
 		}
 	}
 }
@@ -309,7 +310,7 @@ func splitServiceAccount(user string) (string, string, bool) {
 
 // visit calls fn with the rules of the bindings of x that apply to u, in binding order;
 // it returns false when fn stopped.
-func (s *snapshot) visit(x *bindingIndex, u *filters.User, namespace string, fn func(string, *rbacv1.PolicyRule, error) bool) bool {
+func (s *snapshot) visit(x *bindingIndex, u *filters.User, fn func(fmt.Stringer, *rbacv1.PolicyRule, error) bool) bool {
 	var hits []int
 	hits = append(hits, x.users[u.Name]...)
 	for _, g := range u.Groups {
@@ -330,12 +331,12 @@ func (s *snapshot) visit(x *bindingIndex, u *filters.User, namespace string, fn 
 		last = i
 		b := &x.bindings[i]
 		if b.err != nil {
-			if !fn("", nil, b.err) {
+			if !fn(nil, nil, b.err) {
 				return false
 			}
 			continue
 		}
-		source := b.describe(u, namespace)
+		source := &bindingSource{b: b, u: u}
 		for j := range b.rules {
 			if !fn(source, &b.rules[j], nil) {
 				return false
@@ -345,8 +346,17 @@ func (s *snapshot) visit(x *bindingIndex, u *filters.User, namespace string, fn 
 	return true
 }
 
-// describe names a binding and the subject that made it apply, as upstream.
-func (b *resolved) describe(u *filters.User, namespace string) string {
+// bindingSource is the binding a visited rule comes from, described when asked.
+type bindingSource struct {
+	b *resolved
+	u *filters.User
+}
+
+// String names the binding and the subject that made it apply (describe).
+func (s *bindingSource) String() string { return s.b.describe(s.u) }
+
+// describe names a binding and the subject that made it apply to u, as upstream.
+func (b *resolved) describe(u *filters.User) string {
 	for _, sub := range b.subjects {
 		if appliesTo(u, sub, b.ns) {
 			who := fmt.Sprintf("%s %q", sub.Kind, sub.Name)

@@ -1,8 +1,11 @@
 package apiserver
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,17 +13,23 @@ import (
 )
 
 // A create's managed fields are the fields in which the new object differs from the
-// kind's empty object (createFields). For an object without maps, slices or interface
-// values — an Event as the scheduler and the kubelet record it — that set depends only
-// on which scalars are zero and which pointers are nil: the values of non-zero scalars
-// never appear in field paths (only map keys and list keys would), and every non-zero
-// scalar differs from the empty object's zero. shapes keeps, per kind, the entry
-// computed for each such pattern (its shape), so that the comparison runs once per
-// shape instead of once per create.
+// kind's empty object (createFields). For an object without slices or interface
+// values, and whose only maps map strings to strings — an Event as the scheduler and
+// the kubelet record it, a ConfigMap or a Lease with their labels and annotations —
+// that set depends only on which scalars are zero, which pointers and maps are nil and
+// which keys the maps hold: the values of non-zero scalars and of map entries never
+// appear in field paths (only map keys and list keys would), and every non-zero scalar
+// differs from the empty object's zero. shapes keeps, per kind, the entry computed for
+// each such pattern (its shape: the map keys written out), so that the comparison runs
+// once per shape instead of once per create.
 
 // maxShapes caps the shapes kept per kind: more than this many patterns of one kind
 // are computed each time.
 const maxShapes = 256
+
+// maxShapeKeyBytes caps the length of one shape (a map's keys are written into it): an
+// object with more map keys than that is compared each time.
+const maxShapeKeyBytes = 2048
 
 // shapeCache holds one kind's computed entries by shape.
 type shapeCache struct {
@@ -50,6 +59,9 @@ const (
 	shapePointer
 	// shapeNilOnly is a map, slice or interface: the shape exists only while it is nil.
 	shapeNilOnly
+	// shapeStringMap is a map of strings to strings: nil or not, then its keys in order
+	// with whether each value is empty.
+	shapeStringMap
 	// shapeOpaque is a type with its own serialisation (a json.Marshaler or an
 	// unstructured converter other than the times): it has no shape.
 	shapeOpaque
@@ -92,7 +104,13 @@ func newShapePlan(t reflect.Type, seen map[reflect.Type]*shapeNode) *shapeNode {
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 		n.kind = shapeScalar
-	case reflect.Map, reflect.Slice, reflect.Interface:
+	case reflect.Map:
+		n.kind = shapeNilOnly
+		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String &&
+			newShapePlan(t.Key(), seen).kind == shapeScalar && newShapePlan(t.Elem(), seen).kind == shapeScalar {
+			n.kind = shapeStringMap
+		}
+	case reflect.Slice, reflect.Interface:
 		n.kind = shapeNilOnly
 	case reflect.Struct:
 		n.kind = shapeStruct
@@ -137,6 +155,8 @@ func (n *shapeNode) appendShape(key []byte, v reflect.Value) ([]byte, bool) {
 		return n.elems[0].appendShape(append(key, 1), v.Elem())
 	case shapeNilOnly:
 		return key, v.IsNil()
+	case shapeStringMap:
+		return appendStringMapShape(key, v)
 	case shapeStruct:
 		ok := true
 		for i, fi := range n.fields {
@@ -147,6 +167,36 @@ func (n *shapeNode) appendShape(key []byte, v reflect.Value) ([]byte, bool) {
 		return key, true
 	}
 	return key, false
+}
+
+// appendStringMapShape appends the shape of v, a map of strings to strings: 0 when it
+// is nil, else 1, the number of keys and each key (sorted, length first) with a zero
+// byte for its value. It reports false when the shape would pass maxShapeKeyBytes.
+func appendStringMapShape(key []byte, v reflect.Value) ([]byte, bool) {
+	if v.IsNil() {
+		return append(key, 0), true
+	}
+	type entry struct {
+		k    string
+		zero bool
+	}
+	entries := make([]entry, 0, v.Len())
+	size := len(key)
+	it := v.MapRange()
+	for it.Next() {
+		k := it.Key().String()
+		if size += len(k) + binary.MaxVarintLen64 + 1; size > maxShapeKeyBytes {
+			return key, false
+		}
+		entries = append(entries, entry{k, it.Value().Len() == 0})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.k, b.k) })
+	key = binary.AppendUvarint(append(key, 1), uint64(len(entries)))
+	for _, e := range entries {
+		key = append(binary.AppendUvarint(key, uint64(len(e.k))), e.k...)
+		key = append(key, zeroByte(e.zero))
+	}
+	return key, true
 }
 
 func zeroByte(zero bool) byte {

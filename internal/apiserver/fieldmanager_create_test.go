@@ -56,7 +56,9 @@ func benchCreateObjects() map[string]runtime.Object {
 	coreEv := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "p.2", Namespace: "default"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"},
 		Reason: "Pulled", Message: "m", Source: corev1.EventSource{Component: "kubelet", Host: "n"}, FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Count: 1, Type: "Normal"}
 	return map[string]runtime.Object{"events.k8s.io/v1/Event": ev, "v1/Pod": pod, "v1/Event": coreEv,
-		"v1/ConfigMap": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}
+		// As bench/apiserver creates them.
+		"v1/ConfigMap": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"bench.kubette.io/run": "r1"}},
+			Data: map[string]string{"payload": "xxxx"}}}
 }
 
 // generalCreate is the managedFields of a create through the general field manager.

@@ -9,6 +9,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubette/kubette/internal/testenv"
@@ -143,6 +144,21 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	if got := causes(t, err); !strings.Contains(got, "spec.group: Invalid value: \"other.example.com\": field is immutable") {
 		t.Errorf("group change causes:\n%s", got)
 	}
+	// Patches and server-side apply carry no resourceVersion: they update the
+	// current version (kubectl apply, client-side and --server-side).
+	if _, err := crds.Patch(ctx, "widgets.example.com", types.MergePatchType, []byte(`{"spec":{"names":{"shortNames":["wd","w2"]}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("merge patch: %v", err)
+	}
+	applied := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},
+		"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList","shortNames":["wd"]},
+		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}},"subresources":{"status":{}}}]}}`
+	ap, err := crds.Patch(ctx, "widgets.example.com", types.ApplyPatchType, []byte(applied), metav1.PatchOptions{FieldManager: "test", Force: ptrTo(true)})
+	if err != nil {
+		t.Fatalf("server-side apply: %v", err)
+	}
+	if len(ap.Spec.Names.ShortNames) != 1 {
+		t.Errorf("after apply: short names %v", ap.Spec.Names.ShortNames)
+	}
 	// The status subresource writes the status only, validated as upstream's.
 	_, err = update(func(c *apiextensionsv1.CustomResourceDefinition) {
 		c.Status.AcceptedNames = apiextensionsv1.CustomResourceDefinitionNames{Plural: "Widgets!", Kind: "Widget"}
@@ -221,3 +237,5 @@ func TestCustomResourceDefinitionNaming(t *testing.T) {
 	}
 	condition(second.Name, apiextensionsv1.NamesAccepted, "True NoConflicts no conflicts found")
 }
+
+func ptrTo[T any](v T) *T { return &v }

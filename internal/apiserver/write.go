@@ -401,6 +401,10 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 			return nil, nil, "", nil, err
 		}
 	}
+	// An unconditional update (no resourceVersion, as every patch and a PUT without
+	// one) is validated with the version it replaces, as upstream's store sets it
+	// before validation (whose metadata rules require one on an update).
+	newMeta.SetResourceVersion(curMeta.GetResourceVersion())
 	if errs := r.ValidateUpdate(o.subresource, newObj, cur); len(errs) > 0 {
 		finish(false)
 		return nil, nil, "", nil, invalid(r, name, errs)

@@ -17,9 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -35,6 +33,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubette/kubette/internal/controller/worker"
+	"github.com/kubette/kubette/internal/ownwrites"
 )
 
 // Name is the controller's name in logs.
@@ -54,8 +53,7 @@ type Controller struct {
 	// written holds the CRDs this controller wrote last, which the informer may not
 	// show yet (upstream reads through a mutation cache for the same reason): without
 	// it, two CRDs synced in a row could both be given one name.
-	mu      sync.Mutex
-	written map[string]*apiextensionsv1.CustomResourceDefinition
+	written *ownwrites.Cache[*apiextensionsv1.CustomResourceDefinition]
 }
 
 // New builds the controller on a shared informer factory of the apiextensions
@@ -72,7 +70,7 @@ func New(client apiextensionsclient.Interface, f apiextensionsinformers.SharedIn
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd_naming_condition_controller"}),
 		log: log.With("controller", Name),
-		now: time.Now, written: map[string]*apiextensionsv1.CustomResourceDefinition{},
+		now: time.Now, written: ownwrites.New[*apiextensionsv1.CustomResourceDefinition](),
 	}
 	inf := f.Apiextensions().V1().CustomResourceDefinitions()
 	h, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -127,13 +125,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 func (c *Controller) Sync(ctx context.Context, name string) error {
 	crd, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.forget(name)
+		c.written.Forget(name)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get CRD %s from the cache: %w", name, err)
 	}
-	crd = c.latest(crd)
+	crd = c.written.Latest(crd.Name, crd)
 	resources, kinds, err := c.namesInUse(crd)
 	if err != nil {
 		return err
@@ -153,14 +151,12 @@ func (c *Controller) Sync(ctx context.Context, name string) error {
 	written, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			c.forget(name)
+			c.written.Forget(name)
 			return nil
 		}
 		return fmt.Errorf("update the status of CRD %s: %w", name, err)
 	}
-	c.mu.Lock()
-	c.written[name] = written
-	c.mu.Unlock()
+	c.written.Remember(name, written)
 	// The names this one gave up or took may settle another's conflict.
 	c.enqueueGroup(crd.Spec.Group, crd.Name)
 	return nil
@@ -178,7 +174,7 @@ func (c *Controller) namesInUse(crd *apiextensionsv1.CustomResourceDefinition) (
 		if o.Spec.Group != crd.Spec.Group || o.Name == crd.Name {
 			continue
 		}
-		o = c.latest(o)
+		o = c.written.Latest(o.Name, o)
 		n := o.Status.AcceptedNames
 		for _, r := range append([]string{n.Plural, n.Singular}, n.ShortNames...) {
 			if r != "" {
@@ -192,35 +188,6 @@ func (c *Controller) namesInUse(crd *apiextensionsv1.CustomResourceDefinition) (
 		}
 	}
 	return resources, kinds, nil
-}
-
-// latest returns crd as this controller last wrote it when the informer does not show
-// that write yet, else crd (and forgets the write).
-func (c *Controller) latest(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.written[crd.Name]
-	if !ok {
-		return crd
-	}
-	if w.UID == crd.UID && newer(w.ResourceVersion, crd.ResourceVersion) {
-		return w
-	}
-	delete(c.written, crd.Name)
-	return crd
-}
-
-func (c *Controller) forget(name string) {
-	c.mu.Lock()
-	delete(c.written, name)
-	c.mu.Unlock()
-}
-
-// newer reports whether resource version a is after b.
-func newer(a, b string) bool {
-	x, err1 := strconv.ParseInt(a, 10, 64)
-	y, err2 := strconv.ParseInt(b, 10, 64)
-	return err1 == nil && err2 == nil && x > y
 }
 
 // Calculate returns the names crd may have given what its group's other CRDs use, and

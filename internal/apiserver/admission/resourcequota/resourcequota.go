@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubette/kubette/internal/apiserver/admission"
+	"github.com/kubette/kubette/internal/ownwrites"
 	"github.com/kubette/kubette/internal/quota"
 )
 
@@ -68,7 +68,7 @@ type Plugin struct {
 	// namespace at a time too); written remembers the quotas it wrote last, which
 	// the watch cache may not show yet.
 	mu      sync.Mutex
-	written map[string]*corev1.ResourceQuota
+	written *ownwrites.Cache[*corev1.ResourceQuota]
 
 	// liveMu guards live, the live lookups of namespaces whose quotas the watch
 	// cache did not show.
@@ -82,7 +82,7 @@ var _ admission.Validator = (*Plugin)(nil)
 // client (the API server's loopback client).
 func New(l Lister, client typedcorev1.ResourceQuotasGetter) *Plugin {
 	return &Plugin{list: l, quotas: client.ResourceQuotas, now: time.Now,
-		written: map[string]*corev1.ResourceQuota{}, live: map[string]liveEntry{}}
+		written: ownwrites.New[*corev1.ResourceQuota](), live: map[string]liveEntry{}}
 }
 
 // handles reports whether the write can change what e's resource uses: creates, and
@@ -121,7 +121,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	quotas := make([]*corev1.ResourceQuota, 0, len(objs))
 	for _, o := range objs {
 		if q, ok := o.(*corev1.ResourceQuota); ok {
-			quotas = append(quotas, p.latest(q))
+			quotas = append(quotas, p.written.Latest(q.Namespace+"/"+q.Name, q)) // never changed in place: check copies
 		}
 	}
 	delta, err := p.delta(e, a)
@@ -153,7 +153,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 // quotasOf returns the quotas of namespace ns. When the watch cache shows none it may
 // not have seen a quota created a moment ago, so, as upstream, the plugin looks in
 // storage and keeps what it found for liveTTL (found quotas are then brought up to date
-// by latest and by the compare-and-swap of their charge).
+// by the plugin's own last writes and the compare-and-swap of their charge).
 func (p *Plugin) quotasOf(ctx context.Context, ns string) ([]runtime.Object, error) {
 	objs, err := p.list.List(ctx, resourceQuotas, ns)
 	if err != nil || len(objs) > 0 {
@@ -249,7 +249,7 @@ func (p *Plugin) charge(ctx context.Context, e quota.Evaluator, q *corev1.Resour
 	for range maxConflicts {
 		written, err := p.quotas(q.Namespace).UpdateStatus(ctx, q, metav1.UpdateOptions{})
 		if err == nil {
-			p.written[q.Namespace+"/"+q.Name] = written
+			p.written.Remember(q.Namespace+"/"+q.Name, written)
 			return nil
 		}
 		if apierrors.IsNotFound(err) {
@@ -270,28 +270,6 @@ func (p *Plugin) charge(ctx context.Context, e quota.Evaluator, q *corev1.Resour
 		}
 	}
 	return apierrors.NewInternalError(fmt.Errorf("quota %s changed %d times while it was being charged", q.Name, maxConflicts))
-}
-
-// latest returns q as this server last wrote it when the watch cache does not show
-// that write yet, else q (and forgets the write).
-func (p *Plugin) latest(q *corev1.ResourceQuota) *corev1.ResourceQuota {
-	key := q.Namespace + "/" + q.Name
-	w, ok := p.written[key]
-	if !ok {
-		return q
-	}
-	if w.UID == q.UID && newer(w.ResourceVersion, q.ResourceVersion) {
-		return w.DeepCopy()
-	}
-	delete(p.written, key)
-	return q
-}
-
-// newer reports whether resource version a is after b.
-func newer(a, b string) bool {
-	x, err1 := strconv.ParseInt(a, 10, 64)
-	y, err2 := strconv.ParseInt(b, 10, 64)
-	return err1 == nil && err2 == nil && x > y
 }
 
 func joinNames(names []corev1.ResourceName) string {

@@ -413,7 +413,6 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 		finish(false)
 		return nil, nil, "", nil, err
 	}
-	newMeta.SetResourceVersion(curMeta.GetResourceVersion())
 	setServedTypeMeta(r, newObj)
 	if unchanged(newObj, cur) {
 		finish(false)

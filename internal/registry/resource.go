@@ -6,7 +6,10 @@ package registry
 
 import (
 	"reflect"
+	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,6 +60,9 @@ type Resource struct {
 	NoWatchCache bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
+	// Custom is set on the resources of a CustomResourceDefinition: their objects are
+	// *unstructured.Unstructured, stored and served as JSON (see CustomResources).
+	Custom *Custom
 	// Strategy is what the kind does differently on the generic write path.
 	Strategy Strategy
 	// New returns an empty object; NewList an empty list.
@@ -210,8 +216,20 @@ func structField(obj runtime.Object, name string) reflect.Value {
 	return v.FieldByName(name)
 }
 
-// Table is the set of served resources with look-ups by URL segment and kind.
+// Table is the set of served resources with look-ups by URL segment and kind. The
+// built-in resources are fixed when it is made; the resources of a custom resource
+// definition are added and removed while the server serves (SetOwned, RemoveOwned).
+// Readers see one consistent snapshot per call, without locking.
 type Table struct {
+	mu   sync.Mutex // serialises writers
+	snap atomic.Pointer[tableSnapshot]
+	// builtin are the resources given to NewTable; owned those of each owner.
+	builtin []*Resource
+	owned   map[string][]*Resource
+}
+
+// tableSnapshot is one immutable state of a Table.
+type tableSnapshot struct {
 	all    []*Resource
 	byPath map[string]*Resource // "group/version/plural"
 	byGVK  map[schema.GroupVersionKind]*Resource
@@ -219,30 +237,94 @@ type Table struct {
 
 // NewTable indexes resources.
 func NewTable(resources []*Resource) *Table {
-	t := &Table{all: resources, byPath: map[string]*Resource{}, byGVK: map[schema.GroupVersionKind]*Resource{}}
 	for _, r := range resources {
 		if r.shape == nil && r.New != nil {
 			obj := r.New()
 			r.shape = &shape{spec: hasField(obj, "Spec"), status: hasField(obj, "Status")}
 		}
-		t.byPath[r.GroupVersion.String()+"/"+r.Plural] = r
-		t.byGVK[r.GroupVersionKind()] = r
 	}
+	t := &Table{builtin: resources, owned: map[string][]*Resource{}}
+	t.rebuild()
 	return t
 }
 
-// All returns the resources in their declared order.
-func (t *Table) All() []*Resource { return t.all }
+// rebuild makes a new snapshot from the built-in and owned resources (t.mu held, or
+// t not yet shared). Owned resources come after the built-in ones, by owner name; a
+// resource whose path or kind is already served is left out.
+func (t *Table) rebuild() {
+	snap := &tableSnapshot{byPath: map[string]*Resource{}, byGVK: map[schema.GroupVersionKind]*Resource{}}
+	add := func(r *Resource) {
+		path := r.GroupVersion.String() + "/" + r.Plural
+		if _, dup := snap.byPath[path]; dup {
+			return
+		}
+		if _, dup := snap.byGVK[r.GroupVersionKind()]; dup {
+			return
+		}
+		snap.all = append(snap.all, r)
+		snap.byPath[path] = r
+		snap.byGVK[r.GroupVersionKind()] = r
+	}
+	for _, r := range t.builtin {
+		add(r)
+	}
+	owners := make([]string, 0, len(t.owned))
+	for o := range t.owned {
+		owners = append(owners, o)
+	}
+	sort.Strings(owners)
+	for _, o := range owners {
+		for _, r := range t.owned[o] {
+			add(r)
+		}
+	}
+	t.snap.Store(snap)
+}
+
+// SetOwned replaces the resources an owner (a custom resource definition's name)
+// serves. It returns the resources it replaced.
+func (t *Table) SetOwned(owner string, resources []*Resource) (replaced []*Resource) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	replaced = t.owned[owner]
+	t.owned[owner] = resources
+	t.rebuild()
+	return replaced
+}
+
+// RemoveOwned stops serving an owner's resources and returns them.
+func (t *Table) RemoveOwned(owner string) (removed []*Resource) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	removed, ok := t.owned[owner]
+	if !ok {
+		return nil
+	}
+	delete(t.owned, owner)
+	t.rebuild()
+	return removed
+}
+
+// Owned returns the resources an owner serves.
+func (t *Table) Owned(owner string) []*Resource {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.owned[owner]
+}
+
+// All returns the resources in their declared order, custom ones last. The slice
+// must not be modified.
+func (t *Table) All() []*Resource { return t.snap.Load().all }
 
 // Lookup finds the resource served at group/version/plural.
 func (t *Table) Lookup(gv schema.GroupVersion, plural string) (*Resource, bool) {
-	r, ok := t.byPath[gv.String()+"/"+strings.ToLower(plural)]
+	r, ok := t.snap.Load().byPath[gv.String()+"/"+strings.ToLower(plural)]
 	return r, ok
 }
 
 // ForKind finds the resource for a kind.
 func (t *Table) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
-	r, ok := t.byGVK[gvk]
+	r, ok := t.snap.Load().byGVK[gvk]
 	return r, ok
 }
 
@@ -250,7 +332,7 @@ func (t *Table) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
 func (t *Table) GroupVersions() []schema.GroupVersion {
 	var out []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
-	for _, r := range t.all {
+	for _, r := range t.All() {
 		if !seen[r.GroupVersion] {
 			seen[r.GroupVersion] = true
 			out = append(out, r.GroupVersion)

@@ -25,6 +25,14 @@ type Strategy struct {
 	// leave out or may not change, beyond the status (which the generic path keeps for
 	// kinds with a status subresource): for example a Service's allocated addresses.
 	PrepareForUpdate func(obj, old runtime.Object)
+	// GenerationChanged reports whether an update of old to obj moves
+	// metadata.generation; nil means the spec changed (kinds with a spec).
+	GenerationChanged func(obj, old runtime.Object) bool
+	// Normalize is what decoding an object does beyond the wire format, from a request
+	// (request true) or from storage: a custom resource's schema prunes unknown
+	// fields and coerces metadata. It returns the unknown fields of a request, which
+	// fieldValidation turns into warnings or an error. Nil does nothing.
+	Normalize func(obj runtime.Object, request bool) (unknownFields []string, err error)
 	// Default applies the kind's defaults (also on server-side apply).
 	Default func(obj runtime.Object)
 	// Validate, ValidateUpdate and ValidateStatusUpdate return the field errors of a
@@ -150,6 +158,22 @@ func (r *Resource) PrepareForStatusUpdate(obj, old runtime.Object) {
 		nm.SetLabels(om.GetLabels())
 		nm.SetOwnerReferences(om.GetOwnerReferences())
 	}
+}
+
+// GenerationChanged reports whether an update of old to obj moves metadata.generation.
+func (r *Resource) GenerationChanged(obj, old runtime.Object) bool {
+	if r.Strategy.GenerationChanged != nil {
+		return r.Strategy.GenerationChanged(obj, old)
+	}
+	return r.HasSpec() && SpecChanged(obj, old)
+}
+
+// Normalize applies the strategy's decoding steps (see Strategy.Normalize).
+func (r *Resource) Normalize(obj runtime.Object, request bool) ([]string, error) {
+	if r.Strategy.Normalize == nil {
+		return nil, nil
+	}
+	return r.Strategy.Normalize(obj, request)
 }
 
 // Default applies the kind's defaults.

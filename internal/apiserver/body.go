@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -58,6 +60,9 @@ func bodyMediaType(req *http.Request) string {
 // of kind gvk. It returns warnings for unknown or duplicate fields unless validation is
 // Strict, in which case they are a 400 error, or Ignore.
 func (s *Server) decodeInto(data []byte, mediaType string, gvk schema.GroupVersionKind, into runtime.Object, validation string) ([]string, error) {
+	if u, ok := into.(*unstructured.Unstructured); ok {
+		return s.decodeCustom(data, mediaType, gvk, u, validation)
+	}
 	switch mediaType {
 	case mimeProtobuf:
 		obj, actual, err := s.codecs.proto.Decode(data, &gvk, into)
@@ -106,6 +111,65 @@ func (s *Server) decodeInto(data []byte, mediaType string, gvk schema.GroupVersi
 	}
 	into.GetObjectKind().SetGroupVersionKind(gvk)
 	return warnings, nil
+}
+
+// decodeCustom decodes the body of a custom resource request (JSON or YAML, as
+// upstream serves them: no protobuf) and reads it by its version's schema as
+// upstream's codec does: its metadata is checked, fields the schema does not know are
+// pruned (warnings, or a 400 with Strict) and duplicate fields reported the same way.
+func (s *Server) decodeCustom(data []byte, mediaType string, gvk schema.GroupVersionKind, into *unstructured.Unstructured, validation string) ([]string, error) {
+	switch mediaType {
+	case mimeJSON, mimeYAML, "application/x-yaml", "text/yaml", "":
+	default:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got %s)", mediaType), 0, false)
+	}
+	if mediaType != mimeJSON {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error converting YAML to JSON: %v", err))
+		}
+		data = j
+	}
+	cannot := func(msg string) error {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", gvk.Kind, gvk.Version, gvk.Kind, msg))
+	}
+	var m map[string]any
+	strictErrs, err := kjson.UnmarshalStrict(data, &m, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, cannot(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if m == nil {
+		return nil, cannot("the body is not a JSON object")
+	}
+	var strict []string
+	if validation != "Ignore" {
+		for _, e := range strictErrs {
+			strict = append(strict, e.Error())
+		}
+	}
+	into.Object = m
+	actual := into.GroupVersionKind()
+	if (actual.Kind != "" && actual.Kind != gvk.Kind) || (into.GetAPIVersion() != "" && actual.GroupVersion() != gvk.GroupVersion()) {
+		return nil, kindMismatch(gvk, actual)
+	}
+	into.SetGroupVersionKind(gvk)
+	r, ok := s.table.ForKind(gvk)
+	if !ok || r.Custom == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s is not a custom resource served here", gvk))
+	}
+	unknown, err := r.Normalize(into, true)
+	if err != nil {
+		return nil, cannot(err.Error())
+	}
+	if validation != "Ignore" {
+		for _, p := range unknown {
+			strict = append(strict, fmt.Sprintf("unknown field %q", p))
+		}
+	}
+	if validation == "Strict" && len(strict) > 0 {
+		return nil, cannot("strict decoding error: " + strings.Join(strict, ", "))
+	}
+	return strict, nil
 }
 
 func kindMismatch(want, got schema.GroupVersionKind) error {

@@ -182,7 +182,8 @@ func TestCustomResourceDefinitions(t *testing.T) {
 
 // TestCustomResourceDefinitionNaming: the API server's naming controller accepts a
 // CRD's names and refuses, with upstream's condition, a second CRD of the group that
-// asks for a kind already given; when the first goes, the second gets it.
+// asks for a kind already given (which is not Established); when the first goes, the
+// second gets it and is served.
 func TestCustomResourceDefinitionNaming(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := ctxT(t)
@@ -220,8 +221,8 @@ func TestCustomResourceDefinitionNaming(t *testing.T) {
 	if got.Status.AcceptedNames.Plural != "widgets" || got.Status.AcceptedNames.Kind != "Widget" {
 		t.Errorf("accepted names %+v", got.Status.AcceptedNames)
 	}
-	// Not served yet (custom resources are not), so not Established.
-	condition(first.Name, apiextensionsv1.Established, "False Installing the initial names have been accepted")
+	// Served once its names are accepted, then Established.
+	condition(first.Name, apiextensionsv1.Established, "True InitialNamesAccepted the initial names have been accepted")
 
 	second := widgetCRD(objectSchema(nil))
 	second.Name, second.Spec.Names.Plural, second.Spec.Names.Singular = "gizmos.example.com", "gizmos", "gizmo"
@@ -235,7 +236,9 @@ func TestCustomResourceDefinitionNaming(t *testing.T) {
 	if err := crds.Delete(ctx, first.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The first's clean-up finalizer runs, then it is gone and its names are free.
 	condition(second.Name, apiextensionsv1.NamesAccepted, "True NoConflicts no conflicts found")
+	condition(second.Name, apiextensionsv1.Established, "True InitialNamesAccepted the initial names have been accepted")
 }
 
 func ptrTo[T any](v T) *T { return &v }

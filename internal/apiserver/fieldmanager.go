@@ -8,10 +8,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsac "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
+	openapibuilder "k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/kube-openapi/pkg/spec3"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -68,7 +71,18 @@ func (f *fieldManagers) get(r *registry.Resource, sub string) (*managedfields.Fi
 	if m, ok := f.managers[key]; ok {
 		return m, nil
 	}
-	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, defaulter{r}, f.scheme, gvk, gvk.GroupVersion(), sub, nil)
+	var m *managedfields.FieldManager
+	var err error
+	if r.Custom != nil {
+		// Keyed by the definition as served: a changed definition gets a new one.
+		key = fmt.Sprintf("%s/%s/%p", gvk, sub, r.Custom)
+		if m, ok := f.managers[key]; ok {
+			return m, nil
+		}
+		m, err = customManager(r, sub)
+	} else {
+		m, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme, defaulter{r}, f.scheme, gvk, gvk.GroupVersion(), sub, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", gvk, err)
 	}
@@ -81,7 +95,7 @@ func (f *fieldManagers) update(r *registry.Resource, sub string, live, obj runti
 	if sub == "binding" {
 		sub = ""
 	}
-	if live == nil && sub == "" && f.createManaged(r, obj, manager) {
+	if live == nil && sub == "" && r.Custom == nil && f.createManaged(r, obj, manager) {
 		return obj
 	}
 	m, err := f.get(r, sub)
@@ -192,4 +206,74 @@ func (c *typeConverter) resolve(gvk schema.GroupVersionKind) (resolvedType, bool
 	c.types[gvk] = t
 	c.mu.Unlock()
 	return t, t.schema != nil
+}
+
+// customManager builds the field manager of a custom resource version, as upstream's
+// custom resource handler does: the type converter comes from the definition's
+// OpenAPI schemas of every version (upstream's builder, with value validations and
+// nullable stripped), objects are unstructured and convert between versions by their
+// apiVersion alone.
+func customManager(r *registry.Resource, sub string) (*managedfields.FieldManager, error) {
+	crd := r.Custom.Definition
+	var specs []*spec3.OpenAPI
+	for _, v := range crd.Spec.Versions {
+		doc, err := openapibuilder.BuildOpenAPIV3(crd, v.Name, openapibuilder.Options{
+			V2: false, StripValueValidation: true, StripNullable: true, AllowNonStructural: false,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("openapi of %s %s: %w", crd.Name, v.Name, err)
+		}
+		specs = append(specs, doc)
+	}
+	merged, err := openapibuilder.MergeSpecsV3(specs...)
+	if err != nil {
+		return nil, fmt.Errorf("merge the openapi of %s: %w", crd.Name, err)
+	}
+	tc, err := managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
+	if err != nil {
+		return nil, fmt.Errorf("type converter of %s: %w", crd.Name, err)
+	}
+	gvk := r.GroupVersionKind()
+	return managedfields.NewDefaultCRDFieldManager(tc, unstructuredConverter{}, defaulter{r}, unstructuredCreater{}, gvk, r.StorageVersion, sub, nil)
+}
+
+// unstructuredConverter converts custom objects between the versions of their
+// definition (conversion None: the apiVersion changes).
+type unstructuredConverter struct{}
+
+func (unstructuredConverter) Convert(in, out, _ any) error {
+	u, ok1 := in.(*unstructured.Unstructured)
+	o, ok2 := out.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("cannot convert %T to %T", in, out)
+	}
+	o.Object = u.DeepCopy().Object
+	return nil
+}
+
+func (unstructuredConverter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("cannot convert %T", in)
+	}
+	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("%s cannot be converted to %v", u.GroupVersionKind(), gv)
+	}
+	out := u.DeepCopy()
+	out.SetGroupVersionKind(target)
+	return out, nil
+}
+
+func (unstructuredConverter) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+// unstructuredCreater makes empty custom objects.
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kind)
+	return u, nil
 }

@@ -24,7 +24,13 @@ func (s *Server) storageDecoder(r *registry.Resource) watchcache.Decoder {
 		if len(value) == 0 {
 			return nil, fmt.Errorf("decode %s: empty value", key)
 		}
-		obj, err := decodeStored(s.scheme, value)
+		var obj runtime.Object
+		var err error
+		if r.Custom != nil {
+			obj, err = decodeCustomStored(r, value)
+		} else {
+			obj, err = decodeStored(s.scheme, value)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("decode %s: %w", key, err)
 		}
@@ -49,7 +55,12 @@ func (s *Server) encodeForStorage(r *registry.Resource, obj runtime.Object) ([]b
 	m.SetResourceVersion("")
 	defer m.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
-	data, err := s.codecs.protoBytes(obj)
+	var data []byte
+	if r.Custom != nil {
+		data, err = encodeCustomForStorage(obj)
+	} else {
+		data, err = s.codecs.protoBytes(obj)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s for storage: %w", r.Kind, err)
 	}
@@ -62,6 +73,9 @@ func toServed(r *registry.Resource, obj runtime.Object) runtime.Object {
 	if r.GroupVersion == r.StorageVersion {
 		return obj
 	}
+	if r.Custom != nil {
+		return convertCustom(r, obj, r.GroupVersion.Version)
+	}
 	if e, ok := obj.(*corev1.Event); ok && r.GroupVersion.Group == "events.k8s.io" {
 		return registry.EventToV1(e)
 	}
@@ -70,6 +84,12 @@ func toServed(r *registry.Resource, obj runtime.Object) runtime.Object {
 
 // toStorage converts a served object to the storage version.
 func toStorage(r *registry.Resource, obj runtime.Object) runtime.Object {
+	if r.Custom != nil {
+		if r.GroupVersion == r.StorageVersion {
+			return obj
+		}
+		return convertCustom(r, obj, r.StorageVersion.Version)
+	}
 	if e, ok := obj.(*eventsv1.Event); ok {
 		return registry.EventFromV1(e)
 	}

@@ -72,8 +72,11 @@ func (s *Server) handlePatch(w http.ResponseWriter, req *http.Request, ri *reque
 		s.handleApply(w, req, ri, patch, o)
 		return
 	}
-	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	switch {
+	case pt == types.StrategicMergePatchType && ri.res.Custom != nil:
+		s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", ri.res.GroupResource(), "", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml", 0, false))
+		return
+	case pt == types.JSONPatchType, pt == types.MergePatchType, pt == types.StrategicMergePatchType:
 	default:
 		s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", ri.res.GroupResource(), "", fmt.Sprintf("the server does not support patch type %q", pt), 0, false))
 		return
@@ -157,12 +160,28 @@ func (s *Server) handleApply(w http.ResponseWriter, req *http.Request, ri *reque
 		s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), ri.name)))
 		return
 	}
-	// Strict field validation of the applied configuration against the Go type.
-	probe := ri.res.New()
-	warnings, err := s.decodeInto(data, mimeJSON, gvk, probe, o.validation)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
+	var warnings []string
+	if o.validation != "Ignore" {
+		// Duplicate keys, which YAMLToJSON resolves silently, as upstream's apply path
+		// reports them.
+		if err := yaml.UnmarshalStrict(patch, &map[string]any{}); err != nil {
+			if o.validation == "Strict" {
+				s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)))
+				return
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
+	if ri.res.Custom == nil {
+		// Strict field validation of the applied configuration against the Go type (a
+		// custom resource's schema checks it in the field manager's typed conversion).
+		probe := ri.res.New()
+		ws, err := s.decodeInto(data, mimeJSON, gvk, probe, o.validation)
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		warnings = append(warnings, ws...)
 	}
 	force := req.URL.Query().Get("force") == "true"
 	o.applied = true

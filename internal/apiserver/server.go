@@ -97,7 +97,8 @@ type Server struct {
 	scheme  *runtime.Scheme
 	codecs  *codecs
 	table   *registry.Table
-	caches  map[string]*watchcache.Cache // by storage prefix
+	caches  map[string]*watchcache.Cache // by storage prefix, built-in resources
+	custom  customCaches                 // those of custom resources
 	docs    *openAPIDocs
 	fields  *fieldManagers
 	metrics *metrics
@@ -147,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, scheme: scheme, codecs: newCodecs(scheme),
 		table: registry.NewTable(registry.Builtin()), caches: map[string]*watchcache.Cache{},
 		readyCh: make(chan struct{}),
+		custom:  customCaches{ctx: ctx, byName: map[string]*customCache{}, byPfx: map[string]*customCache{}},
 	}
 	s.actions = s.defaultActions()
 	for k, a := range cfg.Actions {
@@ -229,7 +231,12 @@ func (s *Server) ready() bool {
 
 // cacheFor returns r's watch cache, nil for a resource served from storage alone
 // (registry.Resource.NoWatchCache).
-func (s *Server) cacheFor(r *registry.Resource) *watchcache.Cache { return s.caches[r.Prefix("")] }
+func (s *Server) cacheFor(r *registry.Resource) *watchcache.Cache {
+	if r.Custom != nil {
+		return s.custom.get(r.Prefix(""))
+	}
+	return s.caches[r.Prefix("")]
+}
 
 // storeOptions are the options of every store write of an object of r: the event TTL
 // for the resources that expire with it, as upstream applies it on each write.

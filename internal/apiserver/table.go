@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,11 +15,17 @@ import (
 // tableFor renders served objects as the Table kubectl get asks for. includeObject is
 // None, Object or Metadata (the default), as upstream.
 func (s *Server) tableFor(r *registry.Resource, objs []runtime.Object, includeObject, _ string) (*metav1.Table, error) {
-	p, ok := printers.For(r.GroupResource())
-	if !ok {
-		p = printers.Default()
+	var t *metav1.Table
+	var err error
+	if r.Custom != nil {
+		t, err = r.CustomTable(context.Background(), objs)
+	} else {
+		p, ok := printers.For(r.GroupResource())
+		if !ok {
+			p = printers.Default()
+		}
+		t, err = printers.Table(p, objs, s.cfg.Now())
 	}
-	t, err := printers.Table(p, objs, s.cfg.Now())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

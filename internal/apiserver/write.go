@@ -393,7 +393,7 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 	newObj = attrs.Object
 	newMeta, _ = meta.Accessor(newObj)
 	keepImmutableMeta(newMeta, curMeta)
-	if o.subresource == "" && r.HasSpec() && registry.SpecChanged(newObj, cur) {
+	if o.subresource == "" && r.GenerationChanged(newObj, cur) {
 		newMeta.SetGeneration(curMeta.GetGeneration() + 1)
 	}
 	if o.subresource == "" {
@@ -618,6 +618,9 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 			}
 		}
 		grace := r.GracePeriod(out, opts)
+		// The strategy may add finalizers of its own (a CustomResourceDefinition's
+		// clean-up of its objects), so they are read after it.
+		pending := r.PrepareForDelete(out)
 		finalizers := m.GetFinalizers()
 		policy := r.DeletePropagation(opts)
 		if m.GetDeletionTimestamp() == nil {
@@ -629,7 +632,6 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 			}
 		}
 		s.observeDelete(r, name)
-		pending := r.PrepareForDelete(out)
 		if len(finalizers) == 0 && grace == 0 && !pending {
 			if dryRun {
 				return out, true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -80,6 +81,13 @@ func crdStrategy(c crdConverter) Strategy {
 				apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 			}
 		},
+		PrepareForDelete: func(obj runtime.Object) bool {
+			crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+			if ok && crd.DeletionTimestamp == nil {
+				markCRDForDeletion(crd)
+			}
+			return false
+		},
 		Validate: func(obj runtime.Object) field.ErrorList {
 			crd, errs := c.internal(obj)
 			if errs != nil {
@@ -110,6 +118,23 @@ func crdStrategy(c crdConverter) Strategy {
 			return crdvalidation.ValidateUpdateCustomResourceDefinitionStatus(context.Background(), n, o)
 		},
 	}
+}
+
+// CustomResourceCleanupFinalizer holds a deleted CustomResourceDefinition until its
+// objects are deleted (upstream's finalizer name).
+const CustomResourceCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
+
+// markCRDForDeletion is what the first deletion of a definition does upstream: it
+// adds the clean-up finalizer, for the finalizer controller to delete the objects,
+// and says so in the Terminating condition.
+func markCRDForDeletion(crd *apiextensionsv1.CustomResourceDefinition) {
+	if !apihelpers.CRDHasFinalizer(crd, CustomResourceCleanupFinalizer) {
+		crd.Finalizers = append(crd.Finalizers, CustomResourceCleanupFinalizer)
+	}
+	apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+		Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+		Reason: "InstanceDeletionPending", Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+	})
 }
 
 // addStorageVersion records the version marked storage in status.storedVersions, as

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -33,11 +35,12 @@ type Custom struct {
 	Definition *apiextensionsv1.CustomResourceDefinition
 	// Structural is the version's structural schema.
 	Structural *structuralschema.Structural
-	// PreserveUnknownFields keeps fields the schema does not name
-	// (x-kubernetes-preserve-unknown-fields at the root).
-	PreserveUnknownFields bool
 	// Table renders objects for kubectl get from the additionalPrinterColumns.
 	Table rest.TableConvertor
+	// schemas are the structural schemas of every version of the definition (served
+	// or not): an object is normalised and defaulted by the schema of its apiVersion,
+	// so that one read from storage follows the storage version's.
+	schemas map[string]*structuralschema.Structural
 }
 
 // CustomResourceOwner is the table owner of a definition's resources: its name.
@@ -68,31 +71,49 @@ func CustomResources(crd *apiextensionsv1.CustomResourceDefinition) ([]*Resource
 	if names.Plural == "" {
 		names = crd.Spec.Names
 	}
+	schemas := map[string]*structuralschema.Structural{}
+	for _, v := range internal.Spec.Versions {
+		sv, err := apiextensions.GetSchemaForVersion(internal, v.Name)
+		if err != nil || sv == nil || sv.OpenAPIV3Schema == nil {
+			return nil, fmt.Errorf("custom resource %s version %s: no schema", crd.Name, v.Name)
+		}
+		st, err := structuralschema.NewStructural(sv.OpenAPIV3Schema)
+		if err != nil {
+			return nil, fmt.Errorf("custom resource %s version %s: structural schema: %w", crd.Name, v.Name, err)
+		}
+		schemas[v.Name] = st
+	}
 	var out []*Resource
-	for i, v := range crd.Spec.Versions {
+	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
-		r, err := customResource(crd, &internal.Spec.Versions[i], v, names, storage)
+		r, err := customResource(crd, internal, v, names, storage, schemas)
 		if err != nil {
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
 		}
 		out = append(out, r)
 	}
+	// Discovery lists a group's versions by priority, the preferred first.
+	sort.SliceStable(out, func(i, j int) bool {
+		return version.CompareKubeAwareVersionStrings(out[i].GroupVersion.Version, out[j].GroupVersion.Version) > 0
+	})
 	return out, nil
 }
 
-func customResource(crd *apiextensionsv1.CustomResourceDefinition, iv *apiextensions.CustomResourceDefinitionVersion, v apiextensionsv1.CustomResourceDefinitionVersion, names apiextensionsv1.CustomResourceDefinitionNames, storage string) (*Resource, error) {
+func customResource(crd *apiextensionsv1.CustomResourceDefinition, internal *apiextensions.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, names apiextensionsv1.CustomResourceDefinitionNames, storage string, schemas map[string]*structuralschema.Structural) (*Resource, error) {
 	gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
 	gvk := gv.WithKind(names.Kind)
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
-	if iv.Schema == nil || iv.Schema.OpenAPIV3Schema == nil {
-		return nil, fmt.Errorf("no schema")
-	}
-	props := iv.Schema.OpenAPIV3Schema
-	structural, err := structuralschema.NewStructural(props)
+	sv, err := apiextensions.GetSchemaForVersion(internal, v.Name)
 	if err != nil {
-		return nil, fmt.Errorf("structural schema: %w", err)
+		return nil, err
+	}
+	props := sv.OpenAPIV3Schema
+	structural := schemas[v.Name]
+	sub, err := apiextensions.GetSubresourcesForVersion(internal, v.Name)
+	if err != nil {
+		return nil, err
 	}
 	validator, _, err := crvalidation.NewSchemaValidator(props)
 	if err != nil {
@@ -102,8 +123,8 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, iv *apiextens
 	var scaleSpec *apiextensions.CustomResourceSubresourceScale
 	var statusValidator crvalidation.SchemaValidator
 	subresources := []string{}
-	if iv.Subresources != nil && iv.Subresources.Status != nil {
-		statusSpec = iv.Subresources.Status
+	if sub != nil && sub.Status != nil {
+		statusSpec = sub.Status
 		subresources = append(subresources, "status")
 		if st, ok := props.Properties["status"]; ok {
 			if statusValidator, _, err = crvalidation.NewSchemaValidator(&st); err != nil {
@@ -111,8 +132,8 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, iv *apiextens
 			}
 		}
 	}
-	if iv.Subresources != nil && iv.Subresources.Scale != nil {
-		scaleSpec = iv.Subresources.Scale
+	if sub != nil && sub.Scale != nil {
+		scaleSpec = sub.Scale
 		subresources = append(subresources, "scale")
 	}
 	strategy := customresource.NewStrategy(nil, namespaced, gvk, validator, statusValidator, structural, statusSpec, scaleSpec, v.SelectableFields)
@@ -128,10 +149,7 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, iv *apiextens
 	if err != nil {
 		return nil, fmt.Errorf("printer columns: %w", err)
 	}
-	custom := &Custom{
-		Definition: crd, Structural: structural, Table: table,
-		PreserveUnknownFields: structural.XPreserveUnknownFields,
-	}
+	custom := &Custom{Definition: crd, Structural: structural, Table: table, schemas: schemas}
 	listGVK := gv.WithKind(names.ListKind)
 	r := &Resource{
 		GroupVersion: gv, Kind: names.Kind, ListKind: names.ListKind, Plural: names.Plural, Singular: names.Singular,
@@ -178,11 +196,7 @@ func customStrategy(s customResourceStrategy, status statusStrategy, c *Custom, 
 			o, ok2 := old.(*unstructured.Unstructured)
 			return ok1 && ok2 && !apiequality.Semantic.DeepEqual(withoutMetadata(n.Object), withoutMetadata(o.Object))
 		},
-		Default: func(obj runtime.Object) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				structuraldefaulting.Default(u.Object, c.Structural)
-			}
-		},
+		Default:        c.defaults,
 		Normalize:      func(obj runtime.Object, request bool) ([]string, error) { return c.normalize(obj, request) },
 		Validate:       func(obj runtime.Object) field.ErrorList { return s.Validate(ctx, obj) },
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList { return s.ValidateUpdate(ctx, obj, old) },
@@ -238,6 +252,7 @@ func (c *Custom) normalize(obj runtime.Object, request bool) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("not an unstructured object: %T", obj)
 	}
+	st := c.schemaOf(u)
 	om, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{
 		DropMalformedFields: !request, ReturnUnknownFieldPaths: request,
 	})
@@ -249,18 +264,36 @@ func (c *Custom) normalize(obj runtime.Object, request bool) ([]string, error) {
 			return nil, err
 		}
 	}
-	if !c.PreserveUnknownFields {
-		pruned := structuralpruning.PruneWithOptions(u.Object, c.Structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: request})
+	if !st.XPreserveUnknownFields {
+		pruned := structuralpruning.PruneWithOptions(u.Object, st, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: request})
 		unknown = append(unknown, pruned...)
-		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, c.Structural)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, st)
 	}
-	ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, c.Structural, false, schemaobjectmeta.CoerceOptions{
+	ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, st, false, schemaobjectmeta.CoerceOptions{
 		DropInvalidFields: !request, ReturnUnknownFieldPaths: request,
 	})
 	if ferr != nil {
 		return nil, ferr
 	}
 	return append(unknown, paths...), nil
+}
+
+// schemaOf is the structural schema of an object's apiVersion (this resource's
+// version's when the object names none the definition has).
+func (c *Custom) schemaOf(u *unstructured.Unstructured) *structuralschema.Structural {
+	if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil {
+		if st, ok := c.schemas[gv.Version]; ok {
+			return st
+		}
+	}
+	return c.Structural
+}
+
+// defaults applies the schema defaults of an object's apiVersion.
+func (c *Custom) defaults(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		structuraldefaulting.Default(u.Object, c.schemaOf(u))
+	}
 }
 
 // customScale maps the scale subresource onto the paths the definition names.

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -200,10 +201,27 @@ func TestCustomResourcesServed(t *testing.T) {
 		t.Fatalf("list: %v %v", list, err)
 	}
 
-	// Deleting the CRD deletes its objects, then the CRD, then stops serving.
+	// Deleting the CRD deletes its objects, then the CRD, then stops serving. An
+	// object's finalizer holds the CRD Terminating, when creates are refused.
+	if _, err := ws.Patch(ctx, "w4", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	ac := apiextensionsclient.NewForConfigOrDie(env.Config)
 	if err := ac.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "widgets.example.com", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete CRD: %v", err)
+	}
+	poll.Until(t, "creates refused while the CRD is terminating", func() error {
+		_, err := ws.Create(ctx, widget("late", map[string]any{}), metav1.CreateOptions{})
+		if apierrors.IsMethodNotSupported(err) && strings.Contains(err.Error(), "create not allowed while custom resource definition is terminating") {
+			return nil
+		}
+		if err == nil {
+			_ = ws.Delete(ctx, "late", metav1.DeleteOptions{})
+		}
+		return fmt.Errorf("create: %v", err)
+	})
+	if _, err := ws.Patch(ctx, "w4", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	poll.Until(t, "the CRD deleted", poll.True(func() bool {
 		_, err := ac.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "widgets.example.com", metav1.GetOptions{})

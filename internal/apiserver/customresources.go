@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +38,24 @@ type customCache struct {
 	// def is the definition as installed: a change of its spec or accepted names
 	// reinstalls it (a status change alone does not).
 	def *apiextensionsv1.CustomResourceDefinition
+	// terminating is set once the definition is being deleted: creates are refused.
+	terminating atomic.Bool
+}
+
+// terminating reports whether the named definition is being deleted.
+func (c *customCaches) terminating(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	cc := c.byName[name]
+	return cc != nil && cc.terminating.Load()
+}
+
+// errTerminating is upstream's answer to a create of a custom resource whose
+// definition is being deleted.
+func errTerminating(r *registry.Resource) error {
+	err := apierrors.NewMethodNotSupported(r.GroupResource(), "create")
+	err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+	return err
 }
 
 func (c *customCaches) get(prefix string) *watchcache.Cache {
@@ -52,9 +73,13 @@ func (c *customCaches) get(prefix string) *watchcache.Cache {
 // (watches of the old cache end, and clients watch again). A definition installed as
 // it is changes nothing. It returns once the new cache has listed the objects.
 func (s *Server) InstallCustomResources(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	terminating := apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating)
 	s.custom.mu.RLock()
 	old := s.custom.byName[crd.Name]
 	s.custom.mu.RUnlock()
+	if old != nil {
+		old.terminating.Store(terminating)
+	}
 	if old != nil && apiequality.Semantic.DeepEqual(old.def.Spec, crd.Spec) &&
 		apiequality.Semantic.DeepEqual(old.def.Status.AcceptedNames, crd.Status.AcceptedNames) {
 		return nil
@@ -84,6 +109,7 @@ func (s *Server) InstallCustomResources(ctx context.Context, crd *apiextensionsv
 		return fmt.Errorf("serve %s: the watch cache did not load: %w", crd.Name, err)
 	}
 	cc := &customCache{cache: c, cancel: cancel, prefix: prefix, def: crd.DeepCopy()}
+	cc.terminating.Store(terminating)
 	s.custom.mu.Lock()
 	prev := s.custom.byName[crd.Name]
 	if prev != nil {

@@ -96,6 +96,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, req *http.Request, ri *requ
 
 // create persists a new object given in the served version and returns it as served.
 func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, obj runtime.Object, o writeOptions) (runtime.Object, error) {
+	if r.Custom != nil && s.custom.terminating(r.Custom.Definition.Name) {
+		return nil, errTerminating(r)
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())

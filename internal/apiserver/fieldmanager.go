@@ -234,7 +234,9 @@ func customManager(r *registry.Resource, sub string) (*managedfields.FieldManage
 		return nil, fmt.Errorf("type converter of %s: %w", crd.Name, err)
 	}
 	gvk := r.GroupVersionKind()
-	return managedfields.NewDefaultCRDFieldManager(tc, unstructuredConverter{}, defaulter{r}, unstructuredCreater{}, gvk, r.StorageVersion, sub, nil)
+	// The hub is the request's version: with conversion None every version holds the
+	// same fields, so the entries of other versions convert to it by apiVersion alone.
+	return managedfields.NewDefaultCRDFieldManager(tc, unstructuredConverter{}, defaulter{r}, unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, nil)
 }
 
 // unstructuredConverter converts custom objects between the versions of their

@@ -89,6 +89,11 @@ func TestCustomResourcesWithKubectl(t *testing.T) {
 		!strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), "my-new-cron-object * * * * */5 1") {
 		t.Errorf("kubectl get ct:\n%s", out)
 	}
+	// The CRD's schema is published: kubectl explain reads it.
+	out, err = run("", "explain", "crontabs.spec")
+	if err != nil || !strings.Contains(out, "cronSpec") || !strings.Contains(out, "replicas") {
+		t.Errorf("kubectl explain crontabs.spec: %v\n%s", err, out)
+	}
 	changed := strings.Replace(crontab, "my-awesome-cron-image", "another-image", 1)
 	if out, err := run(changed, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply change: %v\n%s", err, out)

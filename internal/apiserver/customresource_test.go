@@ -196,6 +196,17 @@ func TestCustomResourcesServed(t *testing.T) {
 		t.Errorf("apply of an unknown field: %v", err)
 	}
 
+	// The schema is published in OpenAPI v3 and v2.
+	kc := kubernetes.NewForConfigOrDie(env.Config)
+	v3, err := kc.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/example.com/v1").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(v3), `"com.example.v1.Widget"`) {
+		t.Errorf("openapi v3 of example.com/v1: %v %.300s", err, v3)
+	}
+	v2, err := kc.Discovery().RESTClient().Get().AbsPath("/openapi/v2").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(v2), `"com.example.v1.Widget"`) {
+		t.Errorf("openapi v2: %v", err)
+	}
+
 	list, err := ws.List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 2 || list.GetKind() != "WidgetList" {
 		t.Fatalf("list: %v %v", list, err)

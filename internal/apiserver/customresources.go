@@ -123,7 +123,21 @@ func (s *Server) InstallCustomResources(ctx context.Context, crd *apiextensionsv
 		prev.cancel()
 	}
 	s.log.Info("serving custom resources", "crd", crd.Name, "versions", len(resources))
+	s.publishCustomOpenAPI()
 	return nil
+}
+
+// publishCustomOpenAPI rebuilds the OpenAPI documents of the served definitions.
+func (s *Server) publishCustomOpenAPI() {
+	s.custom.mu.RLock()
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(s.custom.byName))
+	for _, cc := range s.custom.byName {
+		crds = append(crds, cc.def)
+	}
+	s.custom.mu.RUnlock()
+	if err := s.docs.setCustom(crds); err != nil {
+		s.log.Error("publish the openapi of custom resources", "err", err)
+	}
 }
 
 // RemoveCustomResources stops serving the resources of the named definition (its
@@ -142,6 +156,7 @@ func (s *Server) RemoveCustomResources(name string) {
 	}
 	if len(removed) > 0 {
 		s.log.Info("stopped serving custom resources", "crd", name)
+		s.publishCustomOpenAPI()
 	}
 }
 

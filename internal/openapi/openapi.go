@@ -283,3 +283,31 @@ func buildDocument(g *generator, infos []*resourceInfo) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// WithExtra returns the documents of d plus extra group-version documents (path such
+// as "apis/example.com/v1" → an OpenAPI v3 document in JSON): how the documents of
+// custom resources, built elsewhere, join the built-in ones. d is not changed; an
+// extra path that d already serves is left out.
+func (d *Documents) WithExtra(extra map[string][]byte) (*Documents, error) {
+	out := &Documents{byPath: make(map[string]document, len(d.byPath)+len(extra))}
+	for p, doc := range d.byPath {
+		out.byPath[p] = doc
+	}
+	for p, body := range extra {
+		p = strings.Trim(p, "/")
+		if _, builtin := d.byPath[p]; builtin {
+			continue
+		}
+		out.byPath[p] = document{body: body, hash: hashOf(body)}
+	}
+	rootPaths := make(map[string]map[string]string, len(out.byPath))
+	for p, doc := range out.byPath {
+		rootPaths[p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash}
+	}
+	root, err := json.Marshal(map[string]any{"paths": rootPaths})
+	if err != nil {
+		return nil, fmt.Errorf("openapi: encoding discovery: %w", err)
+	}
+	out.root = root
+	return out, nil
+}

@@ -61,7 +61,9 @@ func (d *Documents) buildV2() error {
 		for path, item := range doc.Paths {
 			out := map[string]any{}
 			for method, op := range item {
-				if o, ok := op.(map[string]any); ok {
+				if ps, ok := op.([]any); ok && method == "parameters" {
+					out[method] = v2Parameters(ps)
+				} else if o, ok := op.(map[string]any); ok {
 					out[method] = v2Operation(o)
 				} else {
 					out[method] = op
@@ -146,28 +148,8 @@ func v2Operation(op map[string]any) map[string]any {
 			out[k] = v
 		}
 	}
-	var params []any
-	if ps, ok := op["parameters"].([]any); ok {
-		for _, p := range ps {
-			pm, ok := p.(map[string]any)
-			if !ok {
-				continue
-			}
-			np := map[string]any{}
-			for k, v := range pm {
-				if k == "schema" {
-					if s, ok := v.(map[string]any); ok {
-						for sk, sv := range s {
-							np[sk] = sv
-						}
-					}
-					continue
-				}
-				np[k] = v
-			}
-			params = append(params, np)
-		}
-	}
+	ps, _ := op["parameters"].([]any)
+	params := v2Parameters(ps)
 	consumes := map[string]bool{}
 	if body, ok := op["requestBody"].(map[string]any); ok {
 		var s any
@@ -217,6 +199,32 @@ func v2Operation(op map[string]any) map[string]any {
 	}
 	out["schemes"] = []string{"https"}
 	return out
+}
+
+// v2Parameters rewrites v3 parameters (of an operation or of a whole path) for
+// Swagger 2.0: the type and format of a parameter are its own, not a schema's.
+func v2Parameters(ps []any) []any {
+	var params []any
+	for _, p := range ps {
+		pm, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		np := map[string]any{}
+		for k, v := range pm {
+			if k == "schema" {
+				if s, ok := v.(map[string]any); ok {
+					for sk, sv := range s {
+						np[sk] = sv
+					}
+				}
+				continue
+			}
+			np[k] = v
+		}
+		params = append(params, np)
+	}
+	return params
 }
 
 func sortedSet(m map[string]bool) []string {

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // Custom describes what a custom resource's entry holds beyond the generic fields:
@@ -36,7 +35,7 @@ type Custom struct {
 	// Structural is the version's structural schema.
 	Structural *structuralschema.Structural
 	// Table renders objects for kubectl get from the additionalPrinterColumns.
-	Table rest.TableConvertor
+	Table tableConverter
 	// schemas are the structural schemas of every version of the definition (served
 	// or not): an object is normalised and defaulted by the schema of its apiVersion,
 	// so that one read from storage follows the storage version's.
@@ -364,4 +363,9 @@ func (r *Resource) CustomTable(ctx context.Context, objs []runtime.Object) (*met
 		}
 	}
 	return r.Custom.Table.ConvertToTable(ctx, list, nil)
+}
+
+// tableConverter is what upstream's tableconvertor returns: it renders a list as a Table.
+type tableConverter interface {
+	ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error)
 }

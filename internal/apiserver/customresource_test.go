@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubette/kubette/internal/testenv"
 	"github.com/kubette/kubette/internal/testenv/poll"
@@ -205,6 +207,12 @@ func TestCustomResourcesServed(t *testing.T) {
 	v2, err := kc.Discovery().RESTClient().Get().AbsPath("/openapi/v2").DoRaw(ctx)
 	if err != nil || !strings.Contains(string(v2), `"com.example.v1.Widget"`) {
 		t.Errorf("openapi v2: %v", err)
+	}
+	var swagger spec.Swagger // what the conformance suite and kubectl decode it into
+	if err := json.Unmarshal(v2, &swagger); err != nil {
+		t.Errorf("openapi v2 does not decode as Swagger 2.0: %v", err)
+	} else if _, ok := swagger.Definitions["com.example.v1.Widget"]; !ok {
+		t.Errorf("openapi v2 has no definition of com.example.v1.Widget")
 	}
 
 	list, err := ws.List(ctx, metav1.ListOptions{})

@@ -109,7 +109,16 @@ func v2Schema(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			out[k] = v2Schema(val)
+			switch k {
+			case "properties", "patternProperties", "definitions":
+				// A map of names to schemas: the names are data (a property may be
+				// called "oneOf", "$ref" or "nullable"), the values are schemas.
+				out[k] = v2SchemaMap(val)
+			case "default", "example", "enum":
+				out[k] = val // values, not schemas
+			default:
+				out[k] = v2Schema(val)
+			}
 		}
 		if ref, ok := out["$ref"].(string); ok {
 			out["$ref"] = v2DefinitionsRef + strings.TrimPrefix(ref, schemaRefPrefix)
@@ -134,6 +143,19 @@ func v2Schema(v any) any {
 		return out
 	}
 	return v
+}
+
+// v2SchemaMap rewrites each schema of a map from names to schemas.
+func v2SchemaMap(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for name, s := range m {
+		out[name] = v2Schema(s)
+	}
+	return out
 }
 
 // v2Operation rewrites one v3 operation: parameters carry their schema's type

@@ -126,3 +126,25 @@ func TestServeV2(t *testing.T) {
 		}
 	}
 }
+
+// TestV2SchemaPropertyNames: a property may be named like a schema keyword (the
+// CRD kind's JSONSchemaProps has "oneOf", "$ref", "nullable" and "type"); only
+// schemas are rewritten, never the names in a properties map or default values.
+func TestV2SchemaPropertyNames(t *testing.T) {
+	in := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"oneOf":    map[string]any{"type": "array", "items": map[string]any{"$ref": schemaRefPrefix + "x.Y"}},
+			"nullable": map[string]any{"type": "boolean"},
+			"$ref":     map[string]any{"type": "string"},
+			"size":     map[string]any{"oneOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}, "nullable": true},
+			"spec":     map[string]any{"type": "object", "default": map[string]any{"oneOf": "kept", "nullable": true}},
+		},
+	}
+	got, _ := json.Marshal(v2Schema(in))
+	want := `{"properties":{"$ref":{"type":"string"},"nullable":{"type":"boolean"},"oneOf":{"items":{"$ref":"#/definitions/x.Y"},"type":"array"},` +
+		`"size":{"type":"string"},"spec":{"default":{"nullable":true,"oneOf":"kept"},"type":"object"}},"type":"object"}`
+	if string(got) != want {
+		t.Errorf("v2Schema:\n got %s\nwant %s", got, want)
+	}
+}

@@ -106,6 +106,13 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		case "prioritylevelconfigurations":
 			return priorityLevelPrinter(), true
 		}
+	case "admissionregistration.k8s.io":
+		switch gr.Resource {
+		case "validatingwebhookconfigurations":
+			return validatingWebhookConfigurationPrinter(), true
+		case "mutatingwebhookconfigurations":
+			return mutatingWebhookConfigurationPrinter(), true
+		}
 	case "apiextensions.k8s.io":
 		if gr.Resource == "customresourcedefinitions" {
 			return createdAtPrinter(), true

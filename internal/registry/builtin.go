@@ -195,6 +195,7 @@ func Builtin() []*Resource {
 	res = append(res, rbacResources()...)
 	res = append(res, flowcontrolResources()...)
 	res = append(res, apiextensionsResources()...)
+	res = append(res, webhookConfigurationResources(nil)...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -32,7 +33,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, appsv1.AddToScheme, authenticationv1.AddToScheme, autoscalingv1.AddToScheme, batchv1.AddToScheme, certificatesv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme,
 		networkingv1.AddToScheme, policyv1.AddToScheme, rbacv1.AddToScheme, authorizationv1.AddToScheme, schedulingv1.AddToScheme,
-		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme,
+		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, admissionregistrationv1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {

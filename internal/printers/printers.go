@@ -112,6 +112,10 @@ func For(gr schema.GroupResource) (Printer, bool) {
 			return validatingWebhookConfigurationPrinter(), true
 		case "mutatingwebhookconfigurations":
 			return mutatingWebhookConfigurationPrinter(), true
+		case "validatingadmissionpolicies":
+			return validatingAdmissionPolicyPrinter(), true
+		case "validatingadmissionpolicybindings":
+			return validatingAdmissionPolicyBindingPrinter(), true
 		}
 	case "apiextensions.k8s.io":
 		if gr.Resource == "customresourcedefinitions" {

@@ -196,6 +196,7 @@ func Builtin() []*Resource {
 	res = append(res, flowcontrolResources()...)
 	res = append(res, apiextensionsResources()...)
 	res = append(res, webhookConfigurationResources(nil)...)
+	res = append(res, admissionPolicyResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion

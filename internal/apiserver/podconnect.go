@@ -11,8 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 
+	"github.com/kubette/kubette/internal/apiserver/admission"
 	"github.com/kubette/kubette/internal/streamproxy"
 )
 
@@ -72,6 +74,22 @@ func parseConnectOptions(sub string, q url.Values) (connectOptions, error) {
 		}
 		return connectOptions{portForward: o}, nil
 	}
+}
+
+// object is the options as an object with its kind, what admission sees.
+func (o connectOptions) object() runtime.Object {
+	var obj runtime.Object
+	var kind string
+	switch {
+	case o.exec != nil:
+		obj, kind = o.exec.DeepCopy(), "PodExecOptions"
+	case o.attach != nil:
+		obj, kind = o.attach.DeepCopy(), "PodAttachOptions"
+	default:
+		obj, kind = o.portForward.DeepCopy(), "PodPortForwardOptions"
+	}
+	obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return obj
 }
 
 // streams are the streams an exec or attach asks for.
@@ -141,6 +159,17 @@ func (s *Server) handlePodConnect(w http.ResponseWriter, req *http.Request, ri *
 		}
 	}
 	ctx := req.Context()
+	// Admission sees the connect with its options, before the pod is read, as upstream.
+	attrs := s.admissionAttributes(ctx, ri.res, admission.Connect, ri.subresource, opts.object(), nil, false)
+	attrs.Namespace, attrs.Name = ri.namespace, ri.name
+	if err := s.cfg.Admission.Admit(ctx, attrs); err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	if err := s.cfg.Admission.Validate(ctx, attrs); err != nil {
+		s.writeError(w, req, err)
+		return
+	}
 	obj, _, err := s.getFromStorage(ctx, ri.res, ri.namespace, ri.name)
 	if err != nil {
 		s.writeError(w, req, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/admission/rbacescalation"
 	"github.com/kubette/kubette/internal/apiserver/admission/resourcequota"
 	saadmission "github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
+	"github.com/kubette/kubette/internal/apiserver/admission/webhook"
 	"github.com/kubette/kubette/internal/apiserver/authorizer"
 	"github.com/kubette/kubette/internal/apiserver/authorizer/node"
 	"github.com/kubette/kubette/internal/apiserver/authorizer/rbac"
@@ -84,6 +85,10 @@ func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserve
 		// Upstream checks escalation in the RBAC storage, after admission: a validating
 		// plugin (it changes nothing) that only looks at RBAC objects.
 		{Name: rbacescalation.Name, Impl: &rbacescalation.Plugin{Authorizer: d.built.authorizer, Rules: d.built.rbac}},
+		// Dynamic admission, as upstream: mutating webhooks after the built-in
+		// mutating plugins, validating webhooks after the policies.
+		{Name: webhook.MutatingName, Impl: webhook.NewMutating(s, webhook.Options{Logger: d.cfg.Logger, Authorizer: d.built.authorizer})},
+		{Name: webhook.ValidatingName, Impl: webhook.NewValidating(s, webhook.Options{Logger: d.cfg.Logger, Authorizer: d.built.authorizer})},
 		// Last, as upstream: it charges what the plugins before it admitted.
 		{Name: resourcequota.Name, Impl: resourcequota.New(s, loopback.CoreV1())},
 	}

@@ -16,9 +16,8 @@ var admissionregistrationV1 = schema.GroupVersion{Group: "admissionregistration.
 
 // webhookConfigurationResources are the dynamic admission webhooks'
 // configurations, admissionregistration.k8s.io/v1: cluster-scoped, no status. The
-// API server's webhook admission plugins read them; matchConditions are compiled
-// with CompileMatchCondition when one is given.
-func webhookConfigurationResources(compile validation.CompileFunc) []*Resource {
+// API server's webhook admission plugins read them.
+func webhookConfigurationResources() []*Resource {
 	return []*Resource{
 		{
 			GroupVersion: admissionregistrationV1, Kind: "ValidatingWebhookConfiguration", ListKind: "ValidatingWebhookConfigurationList",
@@ -32,12 +31,12 @@ func webhookConfigurationResources(compile validation.CompileFunc) []*Resource {
 				},
 				Validate: func(obj runtime.Object) field.ErrorList {
 					return validateAs(obj, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
-						return validation.ValidateValidatingWebhookConfiguration(c, compile)
+						return validation.ValidateValidatingWebhookConfiguration(c)
 					})
 				},
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 					return validateUpdateAs(obj, old, func(c, o *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
-						return validation.ValidateValidatingWebhookConfigurationUpdate(c, o, compile)
+						return validation.ValidateValidatingWebhookConfigurationUpdate(c, o)
 					})
 				},
 				GenerationChanged: webhooksChanged, PrepareForCreate: firstGeneration,
@@ -59,12 +58,12 @@ func webhookConfigurationResources(compile validation.CompileFunc) []*Resource {
 				},
 				Validate: func(obj runtime.Object) field.ErrorList {
 					return validateAs(obj, func(c *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
-						return validation.ValidateMutatingWebhookConfiguration(c, compile)
+						return validation.ValidateMutatingWebhookConfiguration(c)
 					})
 				},
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 					return validateUpdateAs(obj, old, func(c, o *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
-						return validation.ValidateMutatingWebhookConfigurationUpdate(c, o, compile)
+						return validation.ValidateMutatingWebhookConfigurationUpdate(c, o)
 					})
 				},
 				GenerationChanged: webhooksChanged, PrepareForCreate: firstGeneration,

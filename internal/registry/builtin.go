@@ -195,7 +195,7 @@ func Builtin() []*Resource {
 	res = append(res, rbacResources()...)
 	res = append(res, flowcontrolResources()...)
 	res = append(res, apiextensionsResources()...)
-	res = append(res, webhookConfigurationResources(nil)...)
+	res = append(res, webhookConfigurationResources()...)
 	res = append(res, admissionPolicyResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {

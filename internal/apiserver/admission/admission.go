@@ -62,6 +62,23 @@ type Validator interface {
 	Validate(ctx context.Context, a *Attributes) error
 }
 
+// ConnectHandler is implemented by the plugins that see connect requests (exec,
+// attach, port-forward: Operation Connect, the options as Object); the others, as
+// upstream's that do not handle CONNECT, are not called for them.
+type ConnectHandler interface {
+	// HandlesConnect reports whether the plugin sees connect requests.
+	HandlesConnect() bool
+}
+
+// handles reports whether plugin impl sees an operation.
+func handles(impl any, op Operation) bool {
+	if op != Connect {
+		return true
+	}
+	c, ok := impl.(ConnectHandler)
+	return ok && c.HandlesConnect()
+}
+
 // Plugin is a named admission plugin; it implements Mutator, Validator or both.
 type Plugin struct {
 	Name string
@@ -76,7 +93,7 @@ type Chain []Plugin
 // Admit runs the mutating plugins in order; the first refusal ends it.
 func (c Chain) Admit(ctx context.Context, a *Attributes) error {
 	for _, p := range c {
-		if m, ok := p.Impl.(Mutator); ok {
+		if m, ok := p.Impl.(Mutator); ok && handles(p.Impl, a.Operation) {
 			if err := m.Admit(ctx, a); err != nil {
 				return wrap(p.Name, err)
 			}
@@ -88,7 +105,7 @@ func (c Chain) Admit(ctx context.Context, a *Attributes) error {
 // Validate runs the validating plugins in order; the first refusal ends it.
 func (c Chain) Validate(ctx context.Context, a *Attributes) error {
 	for _, p := range c {
-		if v, ok := p.Impl.(Validator); ok {
+		if v, ok := p.Impl.(Validator); ok && handles(p.Impl, a.Operation) {
 			if err := v.Validate(ctx, a); err != nil {
 				return wrap(p.Name, err)
 			}

@@ -14,22 +14,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// maxMatchConditions is upstream's bound on a webhook's or policy's matchConditions.
-const maxMatchConditions = 64
-
 // admissionReviewVersions are the AdmissionReview versions this server can send.
 var admissionReviewVersions = []string{"v1", "v1beta1"}
-
-// CompileFunc compiles a CEL expression of a matchCondition and returns upstream's
-// "compilation failed: ..." error when it does not compile; nil skips the check.
-type CompileFunc func(expression string) error
 
 // ValidateValidatingWebhookConfiguration returns the field errors of a
 // ValidatingWebhookConfiguration, as upstream's v1 validation: every webhook named
 // as a unique fully qualified name, with rules, a supported failurePolicy,
 // matchPolicy and sideEffects, a timeout of 1-30 s, known admissionReviewVersions,
 // valid selectors, match conditions and a client config with a URL or a Service.
-func ValidateValidatingWebhookConfiguration(c *admissionregistrationv1.ValidatingWebhookConfiguration, compile CompileFunc) field.ErrorList {
+func ValidateValidatingWebhookConfiguration(c *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
+	return validateValidatingWebhookConfiguration(c, nil)
+}
+
+// validateValidatingWebhookConfiguration is the validation of c, where the
+// matchConditions expressions in stored were already stored.
+func validateValidatingWebhookConfiguration(c *admissionregistrationv1.ValidatingWebhookConfiguration, stored sets.Set[string]) field.ErrorList {
 	errs := validateMetaWith(&c.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, false)
 	names := sets.New[string]()
 	for i := range c.Webhooks {
@@ -40,21 +39,29 @@ func ValidateValidatingWebhookConfiguration(c *admissionregistrationv1.Validatin
 			rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy, sideEffects: w.SideEffects,
 			timeout: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions, namespaceSelector: w.NamespaceSelector,
 			objectSelector: w.ObjectSelector, matchConditions: w.MatchConditions, clientConfig: &w.ClientConfig,
-		}, compile, p)...)
+		}, stored, p)...)
 	}
 	return errs
 }
 
 // ValidateValidatingWebhookConfigurationUpdate validates an update as a new object
 // plus the metadata update rules (no field of the kind is immutable).
-func ValidateValidatingWebhookConfigurationUpdate(c, old *admissionregistrationv1.ValidatingWebhookConfiguration, compile CompileFunc) field.ErrorList {
-	return append(validateMetaUpdateWith(&c.ObjectMeta, &old.ObjectMeta, false), ValidateValidatingWebhookConfiguration(c, compile)...)
+func ValidateValidatingWebhookConfigurationUpdate(c, old *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
+	stored := sets.New[string]()
+	for _, w := range old.Webhooks {
+		stored.Insert(matchConditionExpressions(w.MatchConditions)...)
+	}
+	return append(validateMetaUpdateWith(&c.ObjectMeta, &old.ObjectMeta, false), validateValidatingWebhookConfiguration(c, stored)...)
 }
 
 // ValidateMutatingWebhookConfiguration returns the field errors of a
 // MutatingWebhookConfiguration: those of a validating one, and a supported
 // reinvocationPolicy.
-func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWebhookConfiguration, compile CompileFunc) field.ErrorList {
+func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
+	return validateMutatingWebhookConfiguration(c, nil)
+}
+
+func validateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWebhookConfiguration, stored sets.Set[string]) field.ErrorList {
 	errs := validateMetaWith(&c.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, false)
 	names := sets.New[string]()
 	for i := range c.Webhooks {
@@ -65,7 +72,7 @@ func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWeb
 			rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy, sideEffects: w.SideEffects,
 			timeout: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions, namespaceSelector: w.NamespaceSelector,
 			objectSelector: w.ObjectSelector, matchConditions: w.MatchConditions, clientConfig: &w.ClientConfig,
-		}, compile, p)...)
+		}, stored, p)...)
 		if w.ReinvocationPolicy != nil {
 			switch *w.ReinvocationPolicy {
 			case admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy:
@@ -80,8 +87,12 @@ func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWeb
 
 // ValidateMutatingWebhookConfigurationUpdate validates an update as a new object
 // plus the metadata update rules.
-func ValidateMutatingWebhookConfigurationUpdate(c, old *admissionregistrationv1.MutatingWebhookConfiguration, compile CompileFunc) field.ErrorList {
-	return append(validateMetaUpdateWith(&c.ObjectMeta, &old.ObjectMeta, false), ValidateMutatingWebhookConfiguration(c, compile)...)
+func ValidateMutatingWebhookConfigurationUpdate(c, old *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
+	stored := sets.New[string]()
+	for _, w := range old.Webhooks {
+		stored.Insert(matchConditionExpressions(w.MatchConditions)...)
+	}
+	return append(validateMetaUpdateWith(&c.ObjectMeta, &old.ObjectMeta, false), validateMutatingWebhookConfiguration(c, stored)...)
 }
 
 // webhookFields are the fields validating and mutating webhooks share.
@@ -108,7 +119,7 @@ func validateWebhookName(name string, seen sets.Set[string], p *field.Path) fiel
 	return errs
 }
 
-func validateWebhook(w webhookFields, compile CompileFunc, p *field.Path) field.ErrorList {
+func validateWebhook(w webhookFields, stored sets.Set[string], p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range w.rules {
 		errs = append(errs, ValidateRuleWithOperations(&w.rules[i], p.Child("rules").Index(i))...)
@@ -147,7 +158,10 @@ func validateWebhook(w webhookFields, compile CompileFunc, p *field.Path) field.
 	if w.objectSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(w.objectSelector, metav1validation.LabelSelectorValidationOptions{}, p.Child("objectSelector"))...)
 	}
-	errs = append(errs, ValidateMatchConditions(w.matchConditions, compile, p.Child("matchConditions"))...)
+	if stored == nil {
+		stored = sets.New[string]()
+	}
+	errs = append(errs, ValidateCELMatchConditions(w.matchConditions, false, stored, p.Child("matchConditions"))...)
 	return append(errs, validateWebhookClientConfig(w.clientConfig, p.Child("clientConfig"))...)
 }
 
@@ -177,38 +191,13 @@ func validateAdmissionReviewVersions(versions []string, p *field.Path) field.Err
 	return errs
 }
 
-// ValidateMatchConditions checks matchConditions: at most 64, each with a unique
-// qualified name and an expression that compiles (when compile is given).
-func ValidateMatchConditions(conds []admissionregistrationv1.MatchCondition, compile CompileFunc, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(conds) > maxMatchConditions {
-		errs = append(errs, field.TooMany(p, len(conds), maxMatchConditions))
+// matchConditionExpressions lists the expressions of conds.
+func matchConditionExpressions(conds []admissionregistrationv1.MatchCondition) []string {
+	out := make([]string, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, c.Expression)
 	}
-	names := sets.New[string]()
-	for i, c := range conds {
-		cp := p.Index(i)
-		switch {
-		case c.Name == "":
-			errs = append(errs, field.Required(cp.Child("name"), ""))
-		default:
-			for _, msg := range utilvalidation.IsQualifiedName(c.Name) {
-				errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
-			}
-			if names.Has(c.Name) {
-				errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
-			}
-			names.Insert(c.Name)
-		}
-		switch {
-		case strings.TrimSpace(c.Expression) == "":
-			errs = append(errs, field.Required(cp.Child("expression"), ""))
-		case compile != nil:
-			if err := compile(c.Expression); err != nil {
-				errs = append(errs, field.Invalid(cp.Child("expression"), c.Expression, err.Error()))
-			}
-		}
-	}
-	return errs
+	return out
 }
 
 // admissionOperations are the operations a rule may name besides "*".

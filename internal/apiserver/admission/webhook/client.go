@@ -1,0 +1,209 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// maxResponseBytes bounds a webhook's answer.
+const maxResponseBytes = 10 << 20
+
+// client posts AdmissionReviews to webhooks: to a URL, or to a Service's endpoint
+// as https://NAME.NAMESPACE.svc:PORT/PATH, verified against the configuration's
+// caBundle (the system's roots when it has none) with the Service's DNS name. A
+// Service is reached at one of its ready endpoints (upstream's endpoint routing),
+// so webhooks work before, and without, the node's Service proxy.
+type client struct {
+	srv Server
+
+	mu         sync.Mutex
+	transports map[string]*http.Transport // by caBundle digest
+}
+
+func newClient(srv Server) *client {
+	return &client{srv: srv, transports: map[string]*http.Transport{}}
+}
+
+// webhookURL is where a webhook is posted, with upstream's timeout query parameter.
+func webhookURL(cc admissionregistrationv1.WebhookClientConfig, timeout time.Duration) (*url.URL, error) {
+	var u *url.URL
+	if cc.URL != nil {
+		var err error
+		if u, err = url.Parse(*cc.URL); err != nil {
+			return nil, fmt.Errorf("webhook URL %q: %w", *cc.URL, err)
+		}
+	} else if s := cc.Service; s != nil {
+		port := int32(443)
+		if s.Port != nil {
+			port = *s.Port
+		}
+		u = &url.URL{Scheme: "https", Host: net.JoinHostPort(s.Name+"."+s.Namespace+".svc", strconv.Itoa(int(port)))}
+		if s.Path != nil {
+			u.Path = *s.Path
+		}
+	} else {
+		return nil, errors.New("the webhook has neither a URL nor a Service")
+	}
+	q := u.Query()
+	q.Set("timeout", timeout.String())
+	u.RawQuery = q.Encode()
+	return u, nil
+}
+
+// post sends body to the webhook and returns its answer's body.
+func (c *client) post(ctx context.Context, h *compiledWebhook, body []byte) ([]byte, error) {
+	u, err := webhookURL(h.clientConfig, h.timeout)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := c.transport(h.clientConfig.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	if s := h.clientConfig.Service; s != nil {
+		ctx = context.WithValue(ctx, serviceKey{}, s)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed to call webhook: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the webhook's response: %w", err)
+	}
+	if len(data) > maxResponseBytes {
+		return nil, fmt.Errorf("the webhook's response is larger than %d bytes", maxResponseBytes)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("the webhook answered %s: %.200s", resp.Status, data)
+	}
+	return data, nil
+}
+
+// serviceKey carries the Service a request goes to, for the dialer.
+type serviceKey struct{}
+
+// transport returns the transport that trusts caBundle, one per bundle.
+func (c *client) transport(caBundle []byte) (*http.Transport, error) {
+	sum := sha256.Sum256(caBundle)
+	key := string(sum[:])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tr, ok := c.transports[key]; ok {
+		return tr, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, errors.New("the webhook's caBundle holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 10, IdleConnTimeout: 90 * time.Second,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if s, ok := ctx.Value(serviceKey{}).(*admissionregistrationv1.ServiceReference); ok {
+				resolved, err := c.resolve(ctx, s)
+				if err != nil {
+					return nil, err
+				}
+				addr = resolved
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+	}
+	// Connections are pooled by host name; a Service's name stands for whichever of
+	// its endpoints the dialer chose, as a name resolving to several addresses would.
+	c.transports[key] = tr
+	return tr, nil
+}
+
+// resolve returns host:port of a ready endpoint of the Service's port (the
+// ExternalName's host for an ExternalName Service).
+func (c *client) resolve(ctx context.Context, ref *admissionregistrationv1.ServiceReference) (string, error) {
+	port := int32(443)
+	if ref.Port != nil {
+		port = *ref.Port
+	}
+	obj, err := c.srv.Get(ctx, schema.GroupResource{Resource: "services"}, ref.Namespace, ref.Name)
+	if err != nil {
+		return "", fmt.Errorf("service %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return "", fmt.Errorf("service %s/%s is a %T", ref.Namespace, ref.Name, obj)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port))), nil
+	}
+	var svcPort *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port {
+			svcPort = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if svcPort == nil {
+		return "", fmt.Errorf("service %s/%s has no port %d", ref.Namespace, ref.Name, port)
+	}
+	slices, err := c.srv.List(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, ref.Namespace)
+	if err != nil {
+		return "", fmt.Errorf("endpoints of service %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	var ready []string
+	for _, o := range slices {
+		es, ok := o.(*discoveryv1.EndpointSlice)
+		if !ok || es.Labels[discoveryv1.LabelServiceName] != ref.Name {
+			continue
+		}
+		target := int32(0)
+		for _, p := range es.Ports {
+			if p.Port != nil && (p.Name == nil && svcPort.Name == "" || p.Name != nil && *p.Name == svcPort.Name) &&
+				(p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP) {
+				target = *p.Port
+			}
+		}
+		if target == 0 {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && len(ep.Addresses) > 0 {
+				ready = append(ready, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(target))))
+			}
+		}
+	}
+	if len(ready) == 0 {
+		return "", fmt.Errorf("service %s/%s has no ready endpoints for port %d", ref.Namespace, strings.TrimSpace(ref.Name), port)
+	}
+	return ready[rand.IntN(len(ready))], nil
+}

@@ -254,7 +254,7 @@ func validateNamedRule(r *admissionregistrationv1.NamedRuleWithOperations, fp *f
 		}
 		names.Insert(n)
 	}
-	return append(errs, validatePolicyRuleWithOperations(&r.RuleWithOperations, fp)...)
+	return append(errs, validateAdmissionRule(&r.RuleWithOperations, fp)...)
 }
 
 func policyHasWildcard[T ~string](list []T) bool {
@@ -266,9 +266,9 @@ func policyHasWildcard[T ~string](list []T) bool {
 	return false
 }
 
-// validatePolicyRuleWithOperations checks a rule as upstream's validateRuleWithOperations
+// validateAdmissionRule checks a rule of a webhook or a policy as upstream's validateRuleWithOperations
 // (subresources allowed).
-func validatePolicyRuleWithOperations(r *admissionregistrationv1.RuleWithOperations, fp *field.Path) field.ErrorList {
+func validateAdmissionRule(r *admissionregistrationv1.RuleWithOperations, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(r.Operations) == 0 {
 		errs = append(errs, field.Required(fp.Child("operations"), ""))

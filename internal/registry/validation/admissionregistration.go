@@ -122,7 +122,7 @@ func validateWebhookName(name string, seen sets.Set[string], p *field.Path) fiel
 func validateWebhook(w webhookFields, stored sets.Set[string], p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range w.rules {
-		errs = append(errs, ValidateRuleWithOperations(&w.rules[i], p.Child("rules").Index(i))...)
+		errs = append(errs, validateAdmissionRule(&w.rules[i], p.Child("rules").Index(i))...)
 	}
 	if w.failurePolicy != nil {
 		switch *w.failurePolicy {
@@ -198,132 +198,6 @@ func matchConditionExpressions(conds []admissionregistrationv1.MatchCondition) [
 		out = append(out, c.Expression)
 	}
 	return out
-}
-
-// admissionOperations are the operations a rule may name besides "*".
-var admissionOperations = []string{
-	string(admissionregistrationv1.Create), string(admissionregistrationv1.Update),
-	string(admissionregistrationv1.Delete), string(admissionregistrationv1.Connect),
-}
-
-// ValidateRuleWithOperations checks an admission rule: operations (all of them as "*"
-// alone, or known ones) and the rule itself.
-func ValidateRuleWithOperations(r *admissionregistrationv1.RuleWithOperations, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(r.Operations) == 0 {
-		errs = append(errs, field.Required(p.Child("operations"), ""))
-	}
-	if len(r.Operations) > 1 && hasWildcardOp(r.Operations) {
-		errs = append(errs, field.Invalid(p.Child("operations"), r.Operations, "if '*' is present, must not specify other operations"))
-	}
-	for i, op := range r.Operations {
-		if op == admissionregistrationv1.OperationAll {
-			continue
-		}
-		if !sets.New(admissionOperations...).Has(string(op)) {
-			errs = append(errs, field.NotSupported(p.Child("operations").Index(i), op, admissionOperations))
-		}
-	}
-	return append(errs, ValidateRule(&r.Rule, p)...)
-}
-
-func hasWildcardOp(ops []admissionregistrationv1.OperationType) bool {
-	for _, op := range ops {
-		if op == admissionregistrationv1.OperationAll {
-			return true
-		}
-	}
-	return false
-}
-
-// ValidateRule checks apiGroups, apiVersions, resources and scope of a rule, as
-// upstream: none empty, "*" alone, resources with upstream's wildcard rules.
-func ValidateRule(r *admissionregistrationv1.Rule, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(r.APIGroups) == 0 {
-		errs = append(errs, field.Required(p.Child("apiGroups"), ""))
-	}
-	if len(r.APIGroups) > 1 && hasString(r.APIGroups, "*") {
-		errs = append(errs, field.Invalid(p.Child("apiGroups"), r.APIGroups, "if '*' is present, must not specify other API groups"))
-	}
-	if len(r.APIVersions) == 0 {
-		errs = append(errs, field.Required(p.Child("apiVersions"), ""))
-	}
-	if len(r.APIVersions) > 1 && hasString(r.APIVersions, "*") {
-		errs = append(errs, field.Invalid(p.Child("apiVersions"), r.APIVersions, "if '*' is present, must not specify other API versions"))
-	}
-	for i, v := range r.APIVersions {
-		if v == "" {
-			errs = append(errs, field.Required(p.Child("apiVersions").Index(i), ""))
-		}
-	}
-	errs = append(errs, validateRuleResources(r.Resources, p.Child("resources"))...)
-	if r.Scope != nil {
-		switch *r.Scope {
-		case admissionregistrationv1.AllScopes, admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope:
-		default:
-			errs = append(errs, field.NotSupported(p.Child("scope"), *r.Scope, []string{
-				string(admissionregistrationv1.ClusterScope), string(admissionregistrationv1.NamespacedScope), string(admissionregistrationv1.AllScopes)}))
-		}
-	}
-	return errs
-}
-
-// validateRuleResources applies upstream's rules to "resource/subresource" entries:
-// "*/*" alone; "*" only beside entries with subresources; "*/x" excludes "y/x"; "y/*"
-// excludes "y/x".
-func validateRuleResources(resources []string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(resources) == 0 {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	res := sets.New[string]()
-	subs := map[string]sets.Set[string]{} // subresource -> resources naming it
-	for i, r := range resources {
-		if r == "" {
-			errs = append(errs, field.Required(p.Index(i), ""))
-			continue
-		}
-		if r == "*/*" && len(resources) > 1 {
-			errs = append(errs, field.Invalid(p.Index(i), resources, "if '*/*' is present, must not specify other resources"))
-		}
-		resource, sub, hasSub := strings.Cut(r, "/")
-		if !hasSub {
-			res.Insert(resource)
-			continue
-		}
-		if subs[sub] == nil {
-			subs[sub] = sets.New[string]()
-		}
-		subs[sub].Insert(resource)
-	}
-	if res.Has("*") && res.Len() > 1 {
-		errs = append(errs, field.Invalid(p, resources, "if '*' is present, must not specify other resources without subresources"))
-	}
-	for sub, names := range subs {
-		if names.Has("*") && names.Len() > 1 {
-			errs = append(errs, field.Invalid(p, resources, fmt.Sprintf("if '*/%s' is present, must not specify %s", sub, strings.Join(sets.List(names.Delete("*")), ", "))))
-		}
-	}
-	for _, r := range resources {
-		resource, sub, hasSub := strings.Cut(r, "/")
-		if !hasSub || sub == "*" || resource == "*" {
-			continue
-		}
-		if wild := subs["*"]; wild != nil && wild.Has(resource) {
-			errs = append(errs, field.Invalid(p, resources, fmt.Sprintf("if '%s/*' is present, must not specify %s", resource, r)))
-		}
-	}
-	return errs
-}
-
-func hasString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // validateWebhookClientConfig: exactly one of url and service; an https URL with a

@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubette/kubette/internal/localnet"
 )
 
 // maxResponseBytes bounds a webhook's answer.
@@ -31,7 +33,9 @@ const maxResponseBytes = 10 << 20
 // as https://NAME.NAMESPACE.svc:PORT/PATH, verified against the configuration's
 // caBundle (the system's roots when it has none) with the Service's DNS name. A
 // Service is reached at one of its ready endpoints (upstream's endpoint routing),
-// so webhooks work before, and without, the node's Service proxy.
+// so webhooks work before, and without, the node's Service proxy. Only this
+// machine's addresses are dialled: IP literals and "localhost", no other name is
+// resolved.
 type client struct {
 	srv Server
 
@@ -128,7 +132,9 @@ func (c *client) transport(caBundle []byte) (*http.Transport, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	// Only this machine's addresses are dialled (package localnet), as every proxy of
+	// the API server: a webhook's URL or endpoint elsewhere is refused without a packet.
+	dialer := &localnet.Dialer{Dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
 	tr := &http.Transport{
 		TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 10, IdleConnTimeout: 90 * time.Second,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -138,6 +144,9 @@ func (c *client) transport(caBundle []byte) (*http.Transport, error) {
 					return nil, err
 				}
 				addr = resolved
+			}
+			if host, port, err := net.SplitHostPort(addr); err == nil && host == "localhost" {
+				addr = net.JoinHostPort("127.0.0.1", port)
 			}
 			return dialer.DialContext(ctx, network, addr)
 		},

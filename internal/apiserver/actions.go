@@ -37,8 +37,14 @@ type Action struct {
 	// Kind is the body's kind, for decoding and the response (the resource's when empty).
 	Kind schema.GroupVersionKind
 	// Do computes the answer. namespace and name are those of the request path (name is
-	// the parent's for a subresource); the user is in ctx (filters.UserFrom).
+	// the parent's for a subresource); the user is in ctx (filters.UserFrom), and so are
+	// the request's create options (ActionOptionsFrom). A *metav1.Status it returns is
+	// the answer as such, as upstream's create handler writes one.
 	Do func(ctx context.Context, namespace, name string, obj runtime.Object) (runtime.Object, error)
+	// Also are further body kinds the action accepts, each with its empty object (an
+	// older version of the body, as policy/v1beta1 Eviction beside policy/v1); Do gets
+	// the object of the kind the body names.
+	Also map[schema.GroupVersionKind]func() runtime.Object
 }
 
 // defaultActions are the actions every server has.
@@ -80,14 +86,18 @@ func (s *Server) handleAction(w http.ResponseWriter, req *http.Request, ri *requ
 		return
 	}
 	if len(data) > 0 {
-		if _, err := s.decodeInto(data, bodyMediaType(req), gvk, obj, "Ignore"); err != nil {
+		if obj, err = s.decodeActionBody(data, bodyMediaType(req), gvk, obj, a.Also); err != nil {
 			s.writeError(w, req, err)
 			return
 		}
 	}
-	out, err := a.Do(req.Context(), ri.namespace, ri.name, obj)
+	out, err := a.Do(withActionOptions(req), ri.namespace, ri.name, obj)
 	if err != nil {
 		s.writeError(w, req, err)
+		return
+	}
+	if st, ok := out.(*metav1.Status); ok {
+		writeActionStatus(s, w, req, st)
 		return
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvk)

@@ -12,6 +12,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/csrapproving"
 	"github.com/kubette/kubette/internal/controller/csrsigning"
 	"github.com/kubette/kubette/internal/controller/deployment"
+	"github.com/kubette/kubette/internal/controller/disruption"
 	"github.com/kubette/kubette/internal/controller/endpoints"
 	"github.com/kubette/kubette/internal/controller/endpointslice"
 	"github.com/kubette/kubette/internal/controller/endpointslicemirroring"
@@ -52,6 +53,7 @@ func Controllers() map[string]controller.Constructor {
 		job.Name:              job.New,
 		cronjob.Name:          cronjob.New,
 		ttlafterfinished.Name: ttlafterfinished.New,
+		disruption.Name:       disruption.New,
 	}
 }
 
@@ -88,5 +90,6 @@ func ClientNames() map[string]string {
 		job.Name:                    job.ClientName,
 		cronjob.Name:                cronjob.ClientName,
 		ttlafterfinished.Name:       ttlafterfinished.ClientName,
+		disruption.Name:             disruption.ClientName,
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/authorizer/rbac"
 	"github.com/kubette/kubette/internal/apiserver/authorizer/review"
 	"github.com/kubette/kubette/internal/apiserver/filters"
+	"github.com/kubette/kubette/internal/eviction"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/rbacpolicy"
 )
@@ -106,6 +107,9 @@ func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserve
 		actions[k] = a
 	}
 	for k, a := range serviceAccountActions(d.sa, d.cfg, s) {
+		actions[k] = a
+	}
+	for k, a := range (&eviction.Evictions{Client: loopback}).Actions() {
 		actions[k] = a
 	}
 	return chain, actions, nil

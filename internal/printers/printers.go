@@ -121,6 +121,14 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		if gr.Resource == "customresourcedefinitions" {
 			return createdAtPrinter(), true
 		}
+	case "policy":
+		if gr.Resource == "poddisruptionbudgets" {
+			return pdbPrinter(), true
+		}
+	case "node.k8s.io":
+		if gr.Resource == "runtimeclasses" {
+			return runtimeClassPrinter(), true
+		}
 	case "rbac.authorization.k8s.io":
 		switch gr.Resource {
 		case "roles", "clusterroles":

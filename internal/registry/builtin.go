@@ -47,7 +47,7 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: coreV1, Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod", Namespaced: true,
 			ShortNames: []string{"po"}, Categories: []string{"all"}, StoragePrefix: "/registry/pods",
-			Subresources:        []string{"status", "binding", "log", "ephemeralcontainers", "exec", "attach", "portforward", "proxy"},
+			Subresources:        []string{"status", "binding", "eviction", "log", "ephemeralcontainers", "exec", "attach", "portforward", "proxy"},
 			ReturnDeletedObject: true,
 			Strategy:            podStrategy(),
 			New:                 func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
@@ -197,6 +197,7 @@ func Builtin() []*Resource {
 	res = append(res, apiextensionsResources()...)
 	res = append(res, webhookConfigurationResources()...)
 	res = append(res, admissionPolicyResources()...)
+	res = append(res, policyResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion

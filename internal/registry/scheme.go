@@ -17,6 +17,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -40,6 +41,9 @@ func NewScheme() (*runtime.Scheme, error) {
 			return nil, fmt.Errorf("build scheme: %w", err)
 		}
 	}
+	// policy/v1beta1 only for the Eviction bodies pods/eviction still accepts.
+	s.AddKnownTypes(policyv1beta1.SchemeGroupVersion, &policyv1beta1.Eviction{})
+	metav1.AddToGroupVersion(s, policyv1beta1.SchemeGroupVersion)
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"})
 	s.AddKnownTypes(schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"},
 		&metav1.Table{}, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})

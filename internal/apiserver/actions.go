@@ -70,6 +70,13 @@ func (s *Server) handleAction(w http.ResponseWriter, req *http.Request, ri *requ
 		s.writeError(w, req, apierrors.NewMethodNotSupported(ri.res.GroupResource(), ri.verb))
 		return
 	}
+	if !acceptsObject(req) {
+		// An action's answer is no stored object: it has no Table or metadata form, and a
+		// client accepting only those is refused before anything is done, as upstream.
+		s.writeError(w, req, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, ri.verb, ri.res.GroupResource(), "",
+			fmt.Sprintf("the resource %s does not support being converted to a Table or PartialObjectMetadata", ri.res.GroupResource()), 0, false))
+		return
+	}
 	gvk := a.Kind
 	if gvk.Empty() {
 		gvk = ri.res.GroupVersionKind()
@@ -124,6 +131,17 @@ func (s *Server) selfSubjectReview(ctx context.Context, _, _ string, obj runtime
 	}
 	review.CreationTimestamp = metav1.NewTime(s.cfg.Now().Truncate(time.Second))
 	return review, nil
+}
+
+// acceptsObject reports whether the request's Accept header takes the object itself
+// (not only a Table or PartialObjectMetadata of it).
+func acceptsObject(req *http.Request) bool {
+	for _, m := range parseAccept(req.Header.Get("Accept")) {
+		if m.as == "" {
+			return true
+		}
+	}
+	return false
 }
 
 func hasGroup(groups []string, g string) bool {

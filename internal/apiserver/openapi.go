@@ -55,6 +55,7 @@ func (o *openAPIDocs) setCustom(crds []*apiextensionsv1.CustomResourceDefinition
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	byGV := map[string][]*spec3.OpenAPI{}
+	v2Defs := map[string]json.RawMessage{}
 	var errs []error
 	for _, crd := range crds {
 		for _, v := range crd.Spec.Versions {
@@ -68,6 +69,22 @@ func (o *openAPIDocs) setCustom(crds []*apiextensionsv1.CustomResourceDefinition
 			}
 			path := "apis/" + crd.Spec.Group + "/" + v.Name
 			byGV[path] = append(byGV[path], doc)
+			// Upstream builds the v2 schema apart: kubectl's v2 validation cannot take
+			// everything v3 says (x-kubernetes-preserve-unknown-fields objects are
+			// published as a bare object, nullable and junctors dropped).
+			v2, err := openapibuilder.BuildOpenAPIV2(crd, v.Name, openapibuilder.Options{V2: true})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("openapi v2 of %s %s: %w", crd.Name, v.Name, err))
+				continue
+			}
+			for name, def := range v2.Definitions {
+				if strings.HasPrefix(name, "io.k8s.") {
+					continue // the built-in types it refers to, which /openapi/v2 has already
+				}
+				if raw, err := json.Marshal(def); err == nil {
+					v2Defs[name] = raw
+				}
+			}
 		}
 	}
 	extra := map[string][]byte{}
@@ -84,7 +101,7 @@ func (o *openAPIDocs) setCustom(crds []*apiextensionsv1.CustomResourceDefinition
 		}
 		extra[path] = body
 	}
-	d, err := o.base.WithExtra(extra)
+	d, err := o.base.WithExtra(extra, v2Defs)
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,9 @@ type Documents struct {
 	root   []byte
 	byPath map[string]document
 	v2     v2Document
+	// v2Definitions replace the definitions of the same name converted from the v3
+	// documents (custom resources' v2 schemas, which upstream builds apart).
+	v2Definitions map[string]json.RawMessage
 }
 
 // document is one rendered group-version document.
@@ -286,10 +289,11 @@ func buildDocument(g *generator, infos []*resourceInfo) ([]byte, error) {
 
 // WithExtra returns the documents of d plus extra group-version documents (path such
 // as "apis/example.com/v1" → an OpenAPI v3 document in JSON): how the documents of
-// custom resources, built elsewhere, join the built-in ones. d is not changed; an
-// extra path that d already serves is left out.
-func (d *Documents) WithExtra(extra map[string][]byte) (*Documents, error) {
-	out := &Documents{byPath: make(map[string]document, len(d.byPath)+len(extra))}
+// custom resources, built elsewhere, join the built-in ones. v2Definitions are
+// Swagger 2.0 definitions that /openapi/v2 has instead of those converted from the
+// v3 documents. d is not changed; an extra path that d already serves is left out.
+func (d *Documents) WithExtra(extra map[string][]byte, v2Definitions map[string]json.RawMessage) (*Documents, error) {
+	out := &Documents{byPath: make(map[string]document, len(d.byPath)+len(extra)), v2Definitions: v2Definitions}
 	for p, doc := range d.byPath {
 		out.byPath[p] = doc
 	}

@@ -72,6 +72,9 @@ func (d *Documents) buildV2() error {
 			paths[path] = out
 		}
 	}
+	for name, def := range d.v2Definitions {
+		definitions[name] = def
+	}
 	doc := map[string]any{
 		"swagger":     "2.0",
 		"info":        map[string]any{"title": "Kubernetes", "version": "unversioned"},

@@ -229,7 +229,7 @@ func validateWebhookClientConfig(cc *admissionregistrationv1.WebhookClientConfig
 	}
 	path := *s.Path
 	pp := sp.Child("path")
-	if path == "/" {
+	if path == "" || path == "/" {
 		return errs
 	}
 	if !strings.HasPrefix(path, "/") {

@@ -102,7 +102,7 @@ func (p *Plugin) call(ctx context.Context, inv *invocation, a *admission.Attribu
 	if err != nil {
 		return h.failed(p.log, a, err)
 	}
-	answer, err := p.client.post(ctx, h, body)
+	answer, err := p.client.Post(ctx, h.endpoint, h.timeout, body)
 	if err != nil {
 		return h.failed(p.log, a, err)
 	}

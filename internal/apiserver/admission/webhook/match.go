@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubette/kubette/internal/apiserver/admission"
+	"github.com/kubette/kubette/internal/webhookclient"
 )
 
 // compiledConfig is a configuration with its webhooks ready to match.
@@ -35,7 +36,7 @@ type compiledWebhook struct {
 	objectSel      labels.Selector
 	selectorErr    error // a selector or condition that does not compile
 	timeout        time.Duration
-	clientConfig   admissionregistrationv1.WebhookClientConfig
+	endpoint       webhookclient.Config
 	reviewVersion  string
 	reinvokeIfNeed bool
 	conditions     []condition
@@ -67,7 +68,7 @@ func compileWebhook(config, name string, rules []admissionregistrationv1.RuleWit
 	nsSel, objSel *metav1.LabelSelector, timeout *int32, cc admissionregistrationv1.WebhookClientConfig,
 	versions []string, reinvoke *admissionregistrationv1.ReinvocationPolicyType, conds []admissionregistrationv1.MatchCondition) *compiledWebhook {
 	h := &compiledWebhook{
-		config: config, name: name, rules: rules, clientConfig: cc,
+		config: config, name: name, rules: rules, endpoint: clientConfig(cc),
 		failOpen:       fp != nil && *fp == admissionregistrationv1.Ignore,
 		equivalent:     mp == nil || *mp == admissionregistrationv1.Equivalent,
 		timeout:        10 * time.Second,
@@ -98,6 +99,15 @@ func compileWebhook(config, name string, rules []admissionregistrationv1.RuleWit
 		}
 	}
 	return h
+}
+
+// clientConfig is where a webhook configuration's client config points.
+func clientConfig(cc admissionregistrationv1.WebhookClientConfig) webhookclient.Config {
+	out := webhookclient.Config{URL: cc.URL, CABundle: cc.CABundle}
+	if s := cc.Service; s != nil {
+		out.Service = &webhookclient.Service{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
+	}
+	return out
 }
 
 // failed decides what an error of a webhook does to the request: nothing when the

@@ -29,6 +29,7 @@ import (
 
 	"github.com/kubette/kubette/internal/apiserver/admission"
 	"github.com/kubette/kubette/internal/apiserver/authorizer"
+	"github.com/kubette/kubette/internal/webhookclient"
 )
 
 // The plugins' names, as upstream's.
@@ -63,7 +64,7 @@ var (
 type Plugin struct {
 	mutating bool
 	srv      Server
-	client   *client
+	client   *webhookclient.Client
 	log      *slog.Logger
 	// authorizer backs the authorizer variable of matchConditions (nil: none).
 	authorizer func() authorizer.Authorizer
@@ -97,7 +98,7 @@ func newPlugin(mutating bool, srv Server, opts Options) *Plugin {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Plugin{mutating: mutating, srv: srv, client: newClient(srv), log: opts.Logger, authorizer: opts.Authorizer,
+	return &Plugin{mutating: mutating, srv: srv, client: webhookclient.New(srv), log: opts.Logger, authorizer: opts.Authorizer,
 		cache: map[string]*compiledConfig{}}
 }
 

@@ -1,4 +1,8 @@
-package webhook
+// Package webhookclient posts JSON to the webhooks the API server calls (admission
+// webhooks, conversion webhooks): at a URL, or at a Service as
+// https://NAME.NAMESPACE.svc:PORT/PATH dialled at one of its ready endpoints,
+// verified with the configuration's CA bundle, on this machine only.
+package webhookclient
 
 import (
 	"bytes"
@@ -18,9 +22,9 @@ import (
 	"sync"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubette/kubette/internal/localnet"
@@ -29,26 +33,49 @@ import (
 // maxResponseBytes bounds a webhook's answer.
 const maxResponseBytes = 10 << 20
 
-// client posts AdmissionReviews to webhooks: to a URL, or to a Service's endpoint
+// Lookup reads the Services and EndpointSlices that a Service reference resolves to
+// (the API server's watch caches).
+type Lookup interface {
+	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (runtime.Object, error)
+	List(ctx context.Context, gr schema.GroupResource, namespace string) ([]runtime.Object, error)
+}
+
+// Config is where a webhook is and whom it is verified by, the fields of
+// admissionregistration's and apiextensions' WebhookClientConfig.
+type Config struct {
+	URL      *string
+	Service  *Service
+	CABundle []byte
+}
+
+// Service is a webhook behind a Service; Port defaults to 443.
+type Service struct {
+	Namespace, Name string
+	Path            *string
+	Port            *int32
+}
+
+// Client posts to webhooks: to a URL, or to a Service's endpoint
 // as https://NAME.NAMESPACE.svc:PORT/PATH, verified against the configuration's
 // caBundle (the system's roots when it has none) with the Service's DNS name. A
 // Service is reached at one of its ready endpoints (upstream's endpoint routing),
 // so webhooks work before, and without, the node's Service proxy. Only this
 // machine's addresses are dialled: IP literals and "localhost", no other name is
 // resolved.
-type client struct {
-	srv Server
+type Client struct {
+	srv Lookup
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by caBundle digest
 }
 
-func newClient(srv Server) *client {
-	return &client{srv: srv, transports: map[string]*http.Transport{}}
+// New returns a client that resolves Services through l.
+func New(l Lookup) *Client {
+	return &Client{srv: l, transports: map[string]*http.Transport{}}
 }
 
 // webhookURL is where a webhook is posted, with upstream's timeout query parameter.
-func webhookURL(cc admissionregistrationv1.WebhookClientConfig, timeout time.Duration) (*url.URL, error) {
+func webhookURL(cc Config, timeout time.Duration) (*url.URL, error) {
 	var u *url.URL
 	if cc.URL != nil {
 		var err error
@@ -73,19 +100,20 @@ func webhookURL(cc admissionregistrationv1.WebhookClientConfig, timeout time.Dur
 	return u, nil
 }
 
-// post sends body to the webhook and returns its answer's body.
-func (c *client) post(ctx context.Context, h *compiledWebhook, body []byte) ([]byte, error) {
-	u, err := webhookURL(h.clientConfig, h.timeout)
+// Post sends body (JSON) to the webhook within timeout and returns its answer's
+// body; the URL carries upstream's timeout query parameter.
+func (c *Client) Post(ctx context.Context, cfg Config, timeout time.Duration, body []byte) ([]byte, error) {
+	u, err := webhookURL(cfg, timeout)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := c.transport(h.clientConfig.CABundle)
+	tr, err := c.transport(cfg.CABundle)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if s := h.clientConfig.Service; s != nil {
+	if s := cfg.Service; s != nil {
 		ctx = context.WithValue(ctx, serviceKey{}, s)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
@@ -116,7 +144,7 @@ func (c *client) post(ctx context.Context, h *compiledWebhook, body []byte) ([]b
 type serviceKey struct{}
 
 // transport returns the transport that trusts caBundle, one per bundle.
-func (c *client) transport(caBundle []byte) (*http.Transport, error) {
+func (c *Client) transport(caBundle []byte) (*http.Transport, error) {
 	sum := sha256.Sum256(caBundle)
 	key := string(sum[:])
 	c.mu.Lock()
@@ -138,7 +166,7 @@ func (c *client) transport(caBundle []byte) (*http.Transport, error) {
 	tr := &http.Transport{
 		TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 10, IdleConnTimeout: 90 * time.Second,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if s, ok := ctx.Value(serviceKey{}).(*admissionregistrationv1.ServiceReference); ok {
+			if s, ok := ctx.Value(serviceKey{}).(*Service); ok {
 				resolved, err := c.resolve(ctx, s)
 				if err != nil {
 					return nil, err
@@ -159,7 +187,7 @@ func (c *client) transport(caBundle []byte) (*http.Transport, error) {
 
 // resolve returns host:port of a ready endpoint of the Service's port (the
 // ExternalName's host for an ExternalName Service).
-func (c *client) resolve(ctx context.Context, ref *admissionregistrationv1.ServiceReference) (string, error) {
+func (c *Client) resolve(ctx context.Context, ref *Service) (string, error) {
 	port := int32(443)
 	if ref.Port != nil {
 		port = *ref.Port

@@ -187,6 +187,7 @@ func Builtin() []*Resource {
 			New: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
 		},
 	}
+	res = append(res, appsResources()...)
 	res = append(res, batchResources()...)
 	res = append(res, quotaResources()...)
 	res = append(res, certificatesResources()...)

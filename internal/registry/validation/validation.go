@@ -25,7 +25,7 @@
 // needs its healthCheckNodePort allocated before validation.
 //
 // Kinds covered: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment and ReplicaSet; batch/v1 Job and CronJob;
+// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment, ReplicaSet and ControllerRevision; batch/v1 Job and CronJob;
 // autoscaling/v1 Scale; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 Ingress and IngressClass; coordination.k8s.io/v1
 // Lease; events.k8s.io/v1 Event. Other objects are accepted without errors.
@@ -92,6 +92,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validateDeploymentSpec(&o.Spec, field.NewPath("spec"))...)
 	case *appsv1.ReplicaSet:
 		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validateReplicaSetSpec(&o.Spec, field.NewPath("spec"))...)
+	case *appsv1.ControllerRevision:
+		return validateControllerRevisionCreate(o)
 	case *autoscalingv1.Scale:
 		return validateScale(o)
 	case *batchv1.Job:
@@ -150,6 +152,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateDeploymentUpdate(o, old.(*appsv1.Deployment))
 	case *appsv1.ReplicaSet:
 		return validateReplicaSetUpdate(o, old.(*appsv1.ReplicaSet))
+	case *appsv1.ControllerRevision:
+		return validateControllerRevisionUpdate(o, old.(*appsv1.ControllerRevision))
 	case *autoscalingv1.Scale:
 		return validateScale(o)
 	case *batchv1.Job:

@@ -72,6 +72,12 @@ func For(gr schema.GroupResource) (Printer, bool) {
 			return deploymentPrinter(), true
 		case "replicasets":
 			return replicaSetPrinter(), true
+		case "daemonsets":
+			return daemonSetPrinter(), true
+		case "statefulsets":
+			return statefulSetPrinter(), true
+		case "controllerrevisions":
+			return controllerRevisionPrinter(), true
 		}
 	case "batch":
 		switch gr.Resource {

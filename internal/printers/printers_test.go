@@ -100,6 +100,9 @@ func TestColumns(t *testing.T) {
 		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "LAST SEEN TYPE REASON OBJECT MESSAGE | SUBOBJECT SOURCE FIRST SEEN COUNT NAME"},
 		{schema.GroupResource{Group: "apps", Resource: "deployments"}, "NAME READY UP-TO-DATE AVAILABLE AGE | CONTAINERS IMAGES SELECTOR"},
 		{schema.GroupResource{Group: "apps", Resource: "replicasets"}, "NAME DESIRED CURRENT READY AGE | CONTAINERS IMAGES SELECTOR"},
+		{schema.GroupResource{Group: "apps", Resource: "daemonsets"}, "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE | CONTAINERS IMAGES SELECTOR"},
+		{schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "NAME READY AGE | CONTAINERS IMAGES"},
+		{schema.GroupResource{Group: "apps", Resource: "controllerrevisions"}, "NAME CONTROLLER REVISION AGE"},
 		{schema.GroupResource{Resource: "replicationcontrollers"}, "NAME DESIRED CURRENT READY AGE | CONTAINERS IMAGES SELECTOR"},
 		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "NAME CLASS HOSTS ADDRESS PORTS AGE"},
 		{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"}, "NAME CONTROLLER PARAMETERS AGE"},
@@ -138,7 +141,7 @@ func TestForUnknown(t *testing.T) {
 		{Resource: "widgets"},
 		{Group: "apps", Resource: "pods"},
 		{Group: "example.com", Resource: "deployments"},
-		{Group: "apps", Resource: "statefulsets"},
+		{Group: "apps", Resource: "widgetsets"},
 	} {
 		if _, ok := For(gr); ok {
 			t.Errorf("For(%v) = ok, want no printer", gr)
@@ -1078,6 +1081,9 @@ func zeroObjects() map[schema.GroupResource][]runtime.Object {
 		{Group: "events.k8s.io", Resource: "events"}:             {&eventsv1.Event{}, (*eventsv1.Event)(nil)},
 		{Group: "apps", Resource: "deployments"}:                 {&appsv1.Deployment{}},
 		{Group: "apps", Resource: "replicasets"}:                 {&appsv1.ReplicaSet{}},
+		{Group: "apps", Resource: "daemonsets"}:                  {&appsv1.DaemonSet{}},
+		{Group: "apps", Resource: "statefulsets"}:                {&appsv1.StatefulSet{}},
+		{Group: "apps", Resource: "controllerrevisions"}:         {&appsv1.ControllerRevision{}},
 		{Resource: "replicationcontrollers"}:                     {&corev1.ReplicationController{}},
 		{Group: "discovery.k8s.io", Resource: "endpointslices"}:  {&discoveryv1.EndpointSlice{}},
 		{Group: "networking.k8s.io", Resource: "ingresses"}:      {&networkingv1.Ingress{}},

@@ -87,3 +87,22 @@ func replicasOf(spec *int32, status int32, sel *metav1.LabelSelector) (int32, in
 	}
 	return want, status, selector, nil
 }
+
+// statefulSetScale maps the scale subresource onto a StatefulSet's spec.replicas,
+// status.replicas and pod selector.
+func statefulSetScale() *ScaleStrategy {
+	return &ScaleStrategy{
+		Replicas: func(obj runtime.Object) (int32, int32, string, error) {
+			s, ok := obj.(*appsv1.StatefulSet)
+			if !ok {
+				return 0, 0, "", fmt.Errorf("scale of %T as a StatefulSet", obj)
+			}
+			return replicasOf(s.Spec.Replicas, s.Status.Replicas, s.Spec.Selector)
+		},
+		SetReplicas: func(obj runtime.Object, n int32) {
+			if s, ok := obj.(*appsv1.StatefulSet); ok {
+				s.Spec.Replicas = &n
+			}
+		},
+	}
+}

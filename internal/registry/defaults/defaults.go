@@ -41,7 +41,7 @@ import (
 // Apply sets upstream defaults on obj in place (a no-op for kinds without defaults).
 //
 // Supported kinds: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet; batch/v1 Job, CronJob; discovery.k8s.io/v1 EndpointSlice;
+// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet, DaemonSet, StatefulSet; batch/v1 Job, CronJob; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 IngressClass. Every other object (including the kinds
 // that have no upstream defaults, such as ServiceAccount, Event, Ingress, Lease,
 // Scale and Binding) is left untouched. A nil obj is ignored.
@@ -90,6 +90,14 @@ func Apply(obj runtime.Object) {
 	case *appsv1.ReplicaSet:
 		if o != nil {
 			setReplicaSet(o)
+		}
+	case *appsv1.DaemonSet:
+		if o != nil {
+			setDaemonSet(o)
+		}
+	case *appsv1.StatefulSet:
+		if o != nil {
+			setStatefulSet(o)
 		}
 	case *discoveryv1.EndpointSlice:
 		if o != nil {

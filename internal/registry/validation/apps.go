@@ -26,6 +26,14 @@ func replicasOf(r *int32) int32 {
 // validateWorkloadSelectorAndTemplate validates the selector of a Deployment
 // or ReplicaSet and the pod template it must match.
 func validateWorkloadSelectorAndTemplate(selector *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, kind string, fldPath *field.Path) field.ErrorList {
+	return validateControllerSelectorAndTemplate(selector, tmpl, kind, "ReplicaSet", fldPath)
+}
+
+// validateControllerSelectorAndTemplate validates the selector of a workload and the
+// pod template it must match: kind names the workload in the empty-selector message,
+// deadlineKind in the activeDeadlineSeconds one (upstream says ReplicaSet for
+// Deployments too).
+func validateControllerSelectorAndTemplate(selector *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, kind, deadlineKind string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	selPath := fldPath.Child("selector")
 	if selector == nil {
@@ -49,7 +57,7 @@ func validateWorkloadSelectorAndTemplate(selector *metav1.LabelSelector, tmpl *c
 		errs = append(errs, field.NotSupported(tmplPath.Child("spec", "restartPolicy"), tmpl.Spec.RestartPolicy, []string{string(corev1.RestartPolicyAlways)}))
 	}
 	if tmpl.Spec.ActiveDeadlineSeconds != nil {
-		errs = append(errs, field.Forbidden(tmplPath.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
+		errs = append(errs, field.Forbidden(tmplPath.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in "+deadlineKind+" is not Supported"))
 	}
 	return errs
 }

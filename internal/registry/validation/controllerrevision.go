@@ -3,7 +3,6 @@ package validation
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -11,8 +10,8 @@ import (
 )
 
 // The apps/v1 ControllerRevision rules of upstream's pkg/apis/apps/validation: a
-// DNS-subdomain name, a non-negative revision and data that is a JSON object, which
-// never changes after the create.
+// DNS-subdomain name, a non-negative revision and data, which never changes after the
+// create.
 
 func validateControllerRevisionCommon(rev *appsv1.ControllerRevision) field.ErrorList {
 	return validateNonnegative(rev.Revision, field.NewPath("revision"))
@@ -20,24 +19,10 @@ func validateControllerRevisionCommon(rev *appsv1.ControllerRevision) field.Erro
 
 func validateControllerRevisionCreate(rev *appsv1.ControllerRevision) field.ErrorList {
 	errs := validateMeta(&rev.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
-	errs = append(errs, validateControllerRevisionCommon(rev)...)
-	dataPath := field.NewPath("data")
-	var v any
-	switch {
-	case rev.Data.Raw == nil:
-		errs = append(errs, field.Required(dataPath, "data is mandatory"))
-	default:
-		if err := json.Unmarshal(rev.Data.Raw, &v); err != nil {
-			return append(errs, field.Invalid(dataPath, "<value omitted>", fmt.Sprintf("error parsing data: %v", err)))
-		}
-		if v == nil {
-			return append(errs, field.Required(dataPath, "data is mandatory"))
-		}
-		if _, ok := v.(map[string]any); !ok {
-			errs = append(errs, field.Required(dataPath, "data must be a valid JSON object"))
-		}
+	if raw := bytes.TrimSpace(rev.Data.Raw); len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		errs = append(errs, field.Required(field.NewPath("data"), "data is mandatory"))
 	}
-	return errs
+	return append(errs, validateControllerRevisionCommon(rev)...)
 }
 
 func validateControllerRevisionUpdate(rev, old *appsv1.ControllerRevision) field.ErrorList {

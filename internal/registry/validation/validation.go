@@ -25,7 +25,7 @@
 // needs its healthCheckNodePort allocated before validation.
 //
 // Kinds covered: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment, ReplicaSet and ControllerRevision; batch/v1 Job and CronJob;
+// Secret, ServiceAccount, Event, Binding and ReplicationController; apps/v1 Deployment, ReplicaSet, DaemonSet, StatefulSet and ControllerRevision; batch/v1 Job and CronJob;
 // autoscaling/v1 Scale; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 Ingress and IngressClass; coordination.k8s.io/v1
 // Lease; events.k8s.io/v1 Event. Other objects are accepted without errors.
@@ -94,6 +94,10 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		return append(validateMeta(&o.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain), validateReplicaSetSpec(&o.Spec, field.NewPath("spec"))...)
 	case *appsv1.ControllerRevision:
 		return validateControllerRevisionCreate(o)
+	case *appsv1.DaemonSet:
+		return validateDaemonSet(o)
+	case *appsv1.StatefulSet:
+		return validateStatefulSet(o)
 	case *autoscalingv1.Scale:
 		return validateScale(o)
 	case *batchv1.Job:
@@ -154,6 +158,10 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateReplicaSetUpdate(o, old.(*appsv1.ReplicaSet))
 	case *appsv1.ControllerRevision:
 		return validateControllerRevisionUpdate(o, old.(*appsv1.ControllerRevision))
+	case *appsv1.DaemonSet:
+		return validateDaemonSetUpdate(o, old.(*appsv1.DaemonSet))
+	case *appsv1.StatefulSet:
+		return validateStatefulSetUpdate(o, old.(*appsv1.StatefulSet))
 	case *autoscalingv1.Scale:
 		return validateScale(o)
 	case *batchv1.Job:
@@ -184,7 +192,7 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 // ValidateStatusUpdate validates an update through the status subresource.
 //
 // Kinds with a status subresource (Namespace, Pod, Node, Service,
-// ReplicationController, Deployment, ReplicaSet, Ingress) get upstream's status rules; for the other kinds this
+// ReplicationController, Deployment, ReplicaSet, DaemonSet, StatefulSet, Ingress) get upstream's status rules; for the other kinds this
 // is the same as ValidateUpdate.
 func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	if errs := checkPair(obj, old); errs != nil {
@@ -205,6 +213,10 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return validateDeploymentStatusUpdate(o, old.(*appsv1.Deployment))
 	case *appsv1.ReplicaSet:
 		return validateReplicaSetStatusUpdate(o, old.(*appsv1.ReplicaSet))
+	case *appsv1.DaemonSet:
+		return validateDaemonSetStatusUpdate(o, old.(*appsv1.DaemonSet))
+	case *appsv1.StatefulSet:
+		return validateStatefulSetStatusUpdate(o, old.(*appsv1.StatefulSet))
 	case *batchv1.Job:
 		return validateJobStatusUpdate(o, old.(*batchv1.Job))
 	case *batchv1.CronJob:

@@ -11,6 +11,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/cronjob"
 	"github.com/kubette/kubette/internal/controller/csrapproving"
 	"github.com/kubette/kubette/internal/controller/csrsigning"
+	"github.com/kubette/kubette/internal/controller/daemonset"
 	"github.com/kubette/kubette/internal/controller/deployment"
 	"github.com/kubette/kubette/internal/controller/disruption"
 	"github.com/kubette/kubette/internal/controller/endpoints"
@@ -54,6 +55,7 @@ func Controllers() map[string]controller.Constructor {
 		cronjob.Name:          cronjob.New,
 		ttlafterfinished.Name: ttlafterfinished.New,
 		disruption.Name:       disruption.New,
+		daemonset.Name:        daemonset.New,
 	}
 }
 
@@ -91,5 +93,6 @@ func ClientNames() map[string]string {
 		cronjob.Name:                cronjob.ClientName,
 		ttlafterfinished.Name:       ttlafterfinished.ClientName,
 		disruption.Name:             disruption.ClientName,
+		daemonset.Name:              daemonset.ClientName,
 	}
 }

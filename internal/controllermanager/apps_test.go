@@ -15,17 +15,17 @@ import (
 	"github.com/kubette/kubette/internal/testenv/poll"
 )
 
-// TestDaemonSetControllerAsItsServiceAccount runs the DaemonSet controller as its
-// ServiceAccount, as `kubette up` does: the default RBAC policy must let it create the
+// TestAppsControllersAsTheirServiceAccounts runs the DaemonSet and StatefulSet
+// controllers as their ServiceAccounts, as `kubette up` does: the default RBAC policy must let it create the
 // revision and the pod and write the status.
-func TestDaemonSetControllerAsItsServiceAccount(t *testing.T) {
+func TestAppsControllersAsTheirServiceAccounts(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- controllermanager.Run(ctx, controller.ManagerOptions{
 			Config: env.Config, ControllerConfig: env.ServiceAccountConfig,
-			Enabled: []string{"daemonset"},
+			Enabled: []string{"daemonset", "statefulset"},
 		})
 	}()
 	t.Cleanup(func() {
@@ -66,5 +66,32 @@ func TestDaemonSetControllerAsItsServiceAccount(t *testing.T) {
 			return fmt.Errorf("%d pods, %d revisions, status %+v", len(pods.Items), len(revs.Items), ds.Status)
 		}
 		return nil
+	})
+	web := map[string]string{"app": "web"}
+	if _, err := c.AppsV1().StatefulSets("default").Create(ctx, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.StatefulSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: web},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: web},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "web:1"}}},
+			},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "web-0, its revision and the status", func() error {
+		if _, err := c.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		set, err := c.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if set.Status.Replicas != 1 || set.Status.UpdateRevision == "" {
+			return fmt.Errorf("status %+v", set.Status)
+		}
+		_, err = c.AppsV1().ControllerRevisions("default").Get(ctx, set.Status.UpdateRevision, metav1.GetOptions{})
+		return err
 	})
 }

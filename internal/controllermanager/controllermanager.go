@@ -25,6 +25,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/resourcequota"
 	"github.com/kubette/kubette/internal/controller/rootcacertpublisher"
 	"github.com/kubette/kubette/internal/controller/serviceaccount"
+	"github.com/kubette/kubette/internal/controller/statefulset"
 	"github.com/kubette/kubette/internal/controller/ttlafterfinished"
 )
 
@@ -56,6 +57,7 @@ func Controllers() map[string]controller.Constructor {
 		ttlafterfinished.Name: ttlafterfinished.New,
 		disruption.Name:       disruption.New,
 		daemonset.Name:        daemonset.New,
+		statefulset.Name:      statefulset.New,
 	}
 }
 
@@ -94,5 +96,6 @@ func ClientNames() map[string]string {
 		ttlafterfinished.Name:       ttlafterfinished.ClientName,
 		disruption.Name:             disruption.ClientName,
 		daemonset.Name:              daemonset.ClientName,
+		statefulset.Name:            statefulset.ClientName,
 	}
 }

@@ -30,6 +30,8 @@ type cluster struct {
 	ctx     context.Context
 	c       kubernetes.Interface
 	kubelet *kubelettest.Kubelet
+	// kubeconfig is the admin kubeconfig, for kubectl.
+	kubeconfig string
 }
 
 // start runs the DaemonSet controller and a stand-in scheduler and kubelet against a
@@ -60,7 +62,7 @@ func start(t *testing.T, nodes ...*corev1.Node) *cluster {
 	wg.Go(func() { dc.Run(ctx, 2) })
 	k := kubelettest.New(env.Client, "")
 	wg.Go(func() { k.Run(ctx) })
-	return &cluster{t: t, ctx: ctx, c: env.Client, kubelet: k}
+	return &cluster{t: t, ctx: ctx, c: env.Client, kubelet: k, kubeconfig: env.Kubeconfig}
 }
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {

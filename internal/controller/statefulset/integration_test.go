@@ -30,6 +30,8 @@ type cluster struct {
 	ctx     context.Context
 	c       kubernetes.Interface
 	kubelet *kubelettest.Kubelet
+	// kubeconfig is the admin kubeconfig, for kubectl.
+	kubeconfig string
 }
 
 // start runs the StatefulSet controller and a stand-in scheduler and kubelet (binding
@@ -58,7 +60,7 @@ func start(t *testing.T) *cluster {
 	wg.Go(func() { sc.Run(ctx, 2) })
 	k := kubelettest.New(env.Client, "n1")
 	wg.Go(func() { k.Run(ctx) })
-	return &cluster{t: t, ctx: ctx, c: env.Client, kubelet: k}
+	return &cluster{t: t, ctx: ctx, c: env.Client, kubelet: k, kubeconfig: env.Kubeconfig}
 }
 
 func newSet(name, image string, n int32) *appsv1.StatefulSet {

@@ -19,6 +19,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/admission/rbacescalation"
 	"github.com/kubette/kubette/internal/apiserver/admission/resourcequota"
 	saadmission "github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
+	"github.com/kubette/kubette/internal/apiserver/admission/validatingadmissionpolicy"
 	"github.com/kubette/kubette/internal/apiserver/admission/webhook"
 	"github.com/kubette/kubette/internal/apiserver/authorizer"
 	"github.com/kubette/kubette/internal/apiserver/authorizer/node"
@@ -89,6 +90,8 @@ func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserve
 		// Dynamic admission, as upstream: mutating webhooks after the built-in
 		// mutating plugins, validating webhooks after the policies.
 		{Name: webhook.MutatingName, Impl: webhook.NewMutating(s, webhook.Options{Logger: d.cfg.Logger, Authorizer: d.built.authorizer})},
+		// Between the webhooks, as upstream: ValidatingAdmissionPolicies.
+		{Name: validatingadmissionpolicy.Name, Impl: validatingadmissionpolicy.New(s, d.built.authorizer)},
 		{Name: webhook.ValidatingName, Impl: webhook.NewValidating(s, webhook.Options{Logger: d.cfg.Logger, Authorizer: d.built.authorizer})},
 		// Last, as upstream: it charges what the plugins before it admitted.
 		{Name: resourcequota.Name, Impl: resourcequota.New(s, loopback.CoreV1())},

@@ -283,3 +283,25 @@ func TestLibraries(t *testing.T) {
 		}
 	}
 }
+
+func TestTypeCheck(t *testing.T) {
+	spec := apiservercel.NewObjectType("Spec", map[string]*apiservercel.DeclField{
+		"replicas": apiservercel.NewDeclField("replicas", apiservercel.IntType, false, nil, nil)})
+	obj := apiservercel.NewObjectType("Deployment", map[string]*apiservercel.DeclField{
+		"spec": apiservercel.NewDeclField("spec", spec, false, nil, nil)})
+	types := CheckTypes{Object: obj}
+	if err := TypeCheck("object.spec.replicas > 1", nil, types); err != nil {
+		t.Fatalf("well typed: %v", err)
+	}
+	for expr, want := range map[string]string{
+		"object.spec.replicas > '1'":    "found no matching overload for '_>_' applied to '(int, string)'",
+		"'got ' + object.spec.replicas": "found no matching overload for '_+_' applied to '(string, int)'",
+		"object.spec.maxRetries < 10":   "undefined field 'maxRetries'",
+		"variables.r == 'x'":            "found no matching overload for '_==_' applied to '(int, string)'",
+	} {
+		err := TypeCheck(expr, []NamedExpression{{Name: "r", Expression: "object.spec.replicas"}}, types)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", expr, err, want)
+		}
+	}
+}

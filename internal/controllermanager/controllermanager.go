@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/kubette/kubette/internal/controller"
+	"github.com/kubette/kubette/internal/controller/admissionpolicystatus"
 	"github.com/kubette/kubette/internal/controller/clusterroleaggregation"
 	"github.com/kubette/kubette/internal/controller/cronjob"
 	"github.com/kubette/kubette/internal/controller/csrapproving"
@@ -52,12 +53,13 @@ func Controllers() map[string]controller.Constructor {
 		clusterroleaggregation.Name: func(d controller.Deps) (controller.Runner, error) {
 			return clusterroleaggregation.New(d)
 		},
-		job.Name:              job.New,
-		cronjob.Name:          cronjob.New,
-		ttlafterfinished.Name: ttlafterfinished.New,
-		disruption.Name:       disruption.New,
-		daemonset.Name:        daemonset.New,
-		statefulset.Name:      statefulset.New,
+		job.Name:                   job.New,
+		cronjob.Name:               cronjob.New,
+		ttlafterfinished.Name:      ttlafterfinished.New,
+		disruption.Name:            disruption.New,
+		daemonset.Name:             daemonset.New,
+		statefulset.Name:           statefulset.New,
+		admissionpolicystatus.Name: admissionpolicystatus.New,
 	}
 }
 
@@ -97,5 +99,6 @@ func ClientNames() map[string]string {
 		disruption.Name:             disruption.ClientName,
 		daemonset.Name:              daemonset.ClientName,
 		statefulset.Name:            statefulset.ClientName,
+		admissionpolicystatus.Name:  "validatingadmissionpolicy-status-controller",
 	}
 }

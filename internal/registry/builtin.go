@@ -199,6 +199,7 @@ func Builtin() []*Resource {
 	res = append(res, webhookConfigurationResources()...)
 	res = append(res, admissionPolicyResources()...)
 	res = append(res, policyResources()...)
+	res = append(res, nodeResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion

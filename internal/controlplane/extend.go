@@ -18,6 +18,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/admission/priority"
 	"github.com/kubette/kubette/internal/apiserver/admission/rbacescalation"
 	"github.com/kubette/kubette/internal/apiserver/admission/resourcequota"
+	"github.com/kubette/kubette/internal/apiserver/admission/runtimeclass"
 	saadmission "github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
 	"github.com/kubette/kubette/internal/apiserver/admission/validatingadmissionpolicy"
 	"github.com/kubette/kubette/internal/apiserver/admission/webhook"
@@ -84,6 +85,7 @@ func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserve
 		{Name: "PodSecurity", Impl: psa},
 		{Name: priority.Name, Impl: priority.New(s)},
 		{Name: defaulttolerationseconds.Name, Impl: defaulttolerationseconds.Plugin{}},
+		{Name: runtimeclass.Name, Impl: runtimeclass.New(s)},
 		// Upstream checks escalation in the RBAC storage, after admission: a validating
 		// plugin (it changes nothing) that only looks at RBAC objects.
 		{Name: rbacescalation.Name, Impl: &rbacescalation.Plugin{Authorizer: d.built.authorizer, Rules: d.built.rbac}},

@@ -387,3 +387,24 @@ func TestClaimTemplates(t *testing.T) {
 		t.Errorf("pods %s without their claim", got)
 	}
 }
+
+// TestMinReadySeconds makes web-1 only once web-0 has been ready for minReadySeconds,
+// and counts a pod available only then.
+func TestMinReadySeconds(t *testing.T) {
+	c := start(t)
+	set := newSet("web", "web:1", 2)
+	set.Spec.MinReadySeconds = 2
+	c.create(set)
+	pods := c.want("web", "web-0:web:1:R web-1:web:1:R")
+	c.status("web", func(s appsv1.StatefulSetStatus) bool { return s.AvailableReplicas == 2 })
+	var readyAt metav1.Time
+	for _, cond := range pods["web-0"].Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			readyAt = cond.LastTransitionTime
+		}
+	}
+	// Times are in whole seconds: web-1 was made at least minReadySeconds-1 s later.
+	if created := pods["web-1"].CreationTimestamp; created.Time.Before(readyAt.Add(1e9)) {
+		t.Errorf("web-1 created at %v, web-0 ready at %v: minReadySeconds not waited for", created, readyAt)
+	}
+}

@@ -23,8 +23,10 @@ type revisions struct {
 }
 
 // constructHistory claims the DaemonSet's revisions and finds or makes the one of its
-// current template: an equal older revision becomes the newest (a rollback), equal
-// duplicates are deleted.
+// current template: an equal older revision becomes the newest (a rollback). Equal
+// duplicates (which only a client can make) are left to the history limit: upstream
+// deletes them at once, which races with a client that just made one (the
+// ControllerRevision conformance test does, and deletes the older one itself).
 func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) (*revisions, error) {
 	all, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
@@ -54,25 +56,16 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 		count = *ds.Status.CollisionCount
 	}
 	want := history.New(ds, controllerKind, ds.Spec.Template.Labels, data, history.Next(owned), &count)
-	cur, dups, err := c.history.Snapshot(ctx, ds, owned, want, &count)
+	cur, _, err := c.history.Snapshot(ctx, ds, owned, want, &count)
 	if err != nil {
 		return nil, err
-	}
-	for _, d := range dups {
-		if err := c.history.Delete(ctx, d); err != nil {
-			return nil, err
-		}
 	}
 	out := &revisions{cur: cur}
 	if ds.Status.CollisionCount != nil || count > 0 {
 		out.collisionCount = &count
 	}
-	gone := map[string]bool{cur.Name: true}
-	for _, d := range dups {
-		gone[d.Name] = true
-	}
 	for _, r := range owned {
-		if !gone[r.Name] {
+		if r.Name != cur.Name {
 			out.old = append(out.old, r)
 		}
 	}

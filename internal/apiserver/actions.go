@@ -169,14 +169,14 @@ func (s *Server) Get(ctx context.Context, gr schema.GroupResource, namespace, na
 			return nil, apierrors.NewInternalError(err)
 		}
 		if ok {
-			return served(r, obj), nil
+			return s.served(ctx, r, obj)
 		}
 	}
 	obj, _, err := s.getFromStorage(ctx, r, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	return served(r, obj), nil
+	return s.served(ctx, r, obj)
 }
 
 // List returns copies of the current objects of a resource in namespace ("" for all),
@@ -194,11 +194,7 @@ func (s *Server) List(ctx context.Context, gr schema.GroupResource, namespace st
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	out := make([]runtime.Object, len(items))
-	for i, obj := range items {
-		out[i] = served(r, obj)
-	}
-	return out, nil
+	return s.servedList(ctx, r, items)
 }
 
 // ListLive is List read from storage, never from the watch cache: what is there now,
@@ -226,9 +222,26 @@ func (s *Server) storageObjects(ctx context.Context, r *registry.Resource, names
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		out = append(out, served(r, obj))
+		out = append(out, obj)
 	}
-	return out, nil
+	return s.servedList(ctx, r, out)
+}
+
+// servedList returns copies of stored objects, converted (in one conversion request
+// for a custom resource's webhook) and stamped.
+func (s *Server) servedList(ctx context.Context, r *registry.Resource, items []runtime.Object) ([]runtime.Object, error) {
+	conv, err := s.toServedList(ctx, r, items)
+	if err != nil {
+		return nil, err
+	}
+	for i, obj := range conv {
+		if obj == items[i] {
+			obj = obj.DeepCopyObject()
+		}
+		setServedTypeMeta(r, obj)
+		conv[i] = obj
+	}
+	return conv, nil
 }
 
 // resourceFor finds the served resource of a group (its preferred version).

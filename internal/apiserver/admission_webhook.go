@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,13 +27,13 @@ func (s *Server) Versions(gr schema.GroupResource) []string {
 
 // Convert returns obj as an object of resource gvr: a custom object converted to
 // that version; a built-in object only to its own version.
-func (s *Server) Convert(obj runtime.Object, gvr schema.GroupVersionResource) (runtime.Object, error) {
+func (s *Server) Convert(ctx context.Context, obj runtime.Object, gvr schema.GroupVersionResource) (runtime.Object, error) {
 	r, ok := s.table.Lookup(gvr.GroupVersion(), gvr.Resource)
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
 	}
 	if _, custom := obj.(*unstructured.Unstructured); custom && r.Custom != nil {
-		return convertCustom(r, obj, gvr.Version), nil
+		return s.convertCustom(ctx, r, obj, gvr.Version)
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Version == "" || gvk.GroupVersion() == r.GroupVersion {
 		return obj, nil

@@ -3,20 +3,26 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/kubette/kubette/internal/apiserver/watchcache"
 	"github.com/kubette/kubette/internal/registry"
+	"github.com/kubette/kubette/internal/webhookclient"
 )
 
 // customCaches are the watch caches of the custom resources being served, one per
@@ -179,7 +185,9 @@ func decodeCustomStored(r *registry.Resource, value []byte) (runtime.Object, err
 		return nil, fmt.Errorf("not a JSON object")
 	}
 	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(r.StorageGVK())
+	if !definesVersion(r, u.GetAPIVersion()) {
+		u.SetGroupVersionKind(r.StorageGVK())
+	}
 	if _, err := r.Normalize(u, false); err != nil {
 		return nil, err
 	}
@@ -187,25 +195,156 @@ func decodeCustomStored(r *registry.Resource, value []byte) (runtime.Object, err
 	return u, nil
 }
 
+// definesVersion reports whether apiVersion is a version of r's definition: an
+// object keeps the version it was stored in (a former storage version) until it is
+// written again, and is converted from it when read.
+func definesVersion(r *registry.Resource, apiVersion string) bool {
+	for _, v := range r.Custom.Definition.Spec.Versions {
+		if apiVersion == r.GroupVersion.Group+"/"+v.Name {
+			return true
+		}
+	}
+	return false
+}
+
 // encodeCustomForStorage is a custom object's stored form: JSON.
 func encodeCustomForStorage(obj runtime.Object) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// convertCustom returns a copy of a custom object in version gvk's version, read by
-// that version's schema (conversion "None": only apiVersion changes, then pruning and
-// defaults of the target version, as upstream's converter and defaulter).
-func convertCustom(r *registry.Resource, obj runtime.Object, version string) runtime.Object {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj
+// convertCustom returns a custom object in version (a copy when it converts).
+func (s *Server) convertCustom(ctx context.Context, r *registry.Resource, obj runtime.Object, version string) (runtime.Object, error) {
+	out, err := s.convertCustomList(ctx, r, []runtime.Object{obj}, version)
+	if err != nil {
+		return nil, err
 	}
-	out := u.DeepCopy()
-	gvk := r.GroupVersionKind()
-	gvk.Version = version
-	out.SetGroupVersionKind(gvk)
-	if _, err := r.Normalize(out, false); err == nil {
-		r.Default(out)
+	return out[0], nil
+}
+
+// convertCustomList returns custom objects in version, as upstream's converter:
+// objects already in it are left as they are; the others are converted locally
+// (strategy None: only apiVersion changes) or by the definition's conversion
+// webhook in one ConversionReview, then read by the target version's schema
+// (pruning, defaults). A failed conversion is a 500 naming the webhook.
+func (s *Server) convertCustomList(ctx context.Context, r *registry.Resource, objs []runtime.Object, version string) ([]runtime.Object, error) {
+	out := make([]runtime.Object, len(objs))
+	gv := schema.GroupVersion{Group: r.GroupVersion.Group, Version: version}
+	var pending []int
+	for i, obj := range objs {
+		out[i] = obj
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || u.GetAPIVersion() == gv.String() {
+			continue
+		}
+		if conv := r.Custom.Definition.Spec.Conversion; conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter {
+			pending = append(pending, i)
+			continue
+		}
+		c := u.DeepCopy()
+		c.SetAPIVersion(gv.String())
+		out[i] = c
 	}
-	return out
+	if len(pending) > 0 {
+		in := make([]*unstructured.Unstructured, len(pending))
+		for j, i := range pending {
+			in[j] = objs[i].(*unstructured.Unstructured)
+		}
+		converted, err := s.convertByWebhook(ctx, r, in, gv)
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("conversion webhook for %s failed: %w", in[0].GroupVersionKind(), err))
+		}
+		for j, i := range pending {
+			out[i] = converted[j]
+		}
+	}
+	for i, obj := range out {
+		if obj == objs[i] {
+			continue
+		}
+		if _, err := r.Normalize(obj, false); err == nil {
+			r.Default(obj)
+		}
+	}
+	return out, nil
+}
+
+// conversionTimeout is how long a conversion webhook may take, as upstream's.
+const conversionTimeout = 30 * time.Second
+
+// convertByWebhook sends objs to the definition's conversion webhook and returns
+// them in gv. As upstream, the webhook may change only labels and annotations of
+// the metadata; the rest is kept from the original.
+func (s *Server) convertByWebhook(ctx context.Context, r *registry.Resource, objs []*unstructured.Unstructured, gv schema.GroupVersion) ([]*unstructured.Unstructured, error) {
+	hook := r.Custom.Definition.Spec.Conversion.Webhook
+	if hook == nil || hook.ClientConfig == nil {
+		return nil, errors.New("the definition has no conversion webhook")
+	}
+	version := ""
+	for _, v := range hook.ConversionReviewVersions {
+		if v == "v1" || v == "v1beta1" {
+			version = v
+			break
+		}
+	}
+	if version == "" {
+		return nil, fmt.Errorf("no conversionReviewVersions this server speaks (v1, v1beta1) in %v", hook.ConversionReviewVersions)
+	}
+	req := &apiextensionsv1.ConversionRequest{UID: uuid.NewUUID(), DesiredAPIVersion: gv.String()}
+	for _, o := range objs {
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		req.Objects = append(req.Objects, runtime.RawExtension{Raw: raw})
+	}
+	body, err := json.Marshal(&apiextensionsv1.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/" + version, Kind: "ConversionReview"}, Request: req})
+	if err != nil {
+		return nil, err
+	}
+	cc := hook.ClientConfig
+	cfg := webhookclient.Config{URL: cc.URL, CABundle: cc.CABundle}
+	if sv := cc.Service; sv != nil {
+		cfg.Service = &webhookclient.Service{Namespace: sv.Namespace, Name: sv.Name, Path: sv.Path, Port: sv.Port}
+	}
+	answer, err := s.webhooks.Post(ctx, cfg, conversionTimeout, body)
+	if err != nil {
+		return nil, err
+	}
+	var review apiextensionsv1.ConversionReview
+	if err := json.Unmarshal(answer, &review); err != nil {
+		return nil, fmt.Errorf("the webhook's response is not a ConversionReview: %w", err)
+	}
+	resp := review.Response
+	switch {
+	case resp == nil:
+		return nil, errors.New("the webhook's ConversionReview has no response")
+	case version == "v1" && resp.UID != req.UID:
+		return nil, fmt.Errorf("expected response.uid=%q, got %q", req.UID, resp.UID)
+	case resp.Result.Status != metav1.StatusSuccess:
+		return nil, fmt.Errorf("conversion failed: %s", resp.Result.Message)
+	case len(resp.ConvertedObjects) != len(objs):
+		return nil, fmt.Errorf("expected %d converted objects, got %d", len(objs), len(resp.ConvertedObjects))
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, raw := range resp.ConvertedObjects {
+		c := &unstructured.Unstructured{}
+		if err := c.UnmarshalJSON(raw.Raw); err != nil {
+			return nil, fmt.Errorf("converted object %d: %w", i, err)
+		}
+		if c.GetAPIVersion() != gv.String() {
+			return nil, fmt.Errorf("invalid apiVersion %q in converted object %d, expected %q", c.GetAPIVersion(), i, gv)
+		}
+		if c.GetKind() != objs[i].GetKind() {
+			return nil, fmt.Errorf("invalid kind %q in converted object %d, expected %q", c.GetKind(), i, objs[i].GetKind())
+		}
+		labels, annotations := c.GetLabels(), c.GetAnnotations()
+		if m, ok := objs[i].Object["metadata"]; ok {
+			c.Object["metadata"] = runtime.DeepCopyJSONValue(m)
+		}
+		c.SetLabels(labels)
+		c.SetAnnotations(annotations)
+		out[i] = c
+	}
+	return out, nil
 }

@@ -68,32 +68,43 @@ func (s *Server) encodeForStorage(r *registry.Resource, obj runtime.Object) ([]b
 }
 
 // toServed converts a stored object to the resource's served version. The result may
-// share memory with obj and must not be modified.
-func toServed(r *registry.Resource, obj runtime.Object) runtime.Object {
-	if r.GroupVersion == r.StorageVersion {
-		return obj
-	}
+// share memory with obj and must not be modified. Only a custom resource's
+// conversion (by its webhook) can fail.
+func (s *Server) toServed(ctx context.Context, r *registry.Resource, obj runtime.Object) (runtime.Object, error) {
 	if r.Custom != nil {
-		return convertCustom(r, obj, r.GroupVersion.Version)
+		return s.convertCustom(ctx, r, obj, r.GroupVersion.Version)
+	}
+	if r.GroupVersion == r.StorageVersion {
+		return obj, nil
 	}
 	if e, ok := obj.(*corev1.Event); ok && r.GroupVersion.Group == "events.k8s.io" {
-		return registry.EventToV1(e)
+		return registry.EventToV1(e), nil
 	}
-	return obj
+	return obj, nil
+}
+
+// toServedList is toServed of every item, in one conversion request for a custom
+// resource converted by its webhook.
+func (s *Server) toServedList(ctx context.Context, r *registry.Resource, items []runtime.Object) ([]runtime.Object, error) {
+	if r.Custom != nil {
+		return s.convertCustomList(ctx, r, items, r.GroupVersion.Version)
+	}
+	out := make([]runtime.Object, len(items))
+	for i, it := range items {
+		out[i], _ = s.toServed(ctx, r, it)
+	}
+	return out, nil
 }
 
 // toStorage converts a served object to the storage version.
-func toStorage(r *registry.Resource, obj runtime.Object) runtime.Object {
+func (s *Server) toStorage(ctx context.Context, r *registry.Resource, obj runtime.Object) (runtime.Object, error) {
 	if r.Custom != nil {
-		if r.GroupVersion == r.StorageVersion {
-			return obj
-		}
-		return convertCustom(r, obj, r.StorageVersion.Version)
+		return s.convertCustom(ctx, r, obj, r.StorageVersion.Version)
 	}
 	if e, ok := obj.(*eventsv1.Event); ok {
-		return registry.EventFromV1(e)
+		return registry.EventFromV1(e), nil
 	}
-	return obj
+	return obj, nil
 }
 
 // getFromStorage reads one object (storage version) and its mod revision.
@@ -139,22 +150,25 @@ func setServedTypeMeta(r *registry.Resource, obj runtime.Object) {
 }
 
 // served returns a copy of a stored object, converted and stamped for the response.
-func served(r *registry.Resource, obj runtime.Object) runtime.Object {
-	out := toServed(r, obj)
+func (s *Server) served(ctx context.Context, r *registry.Resource, obj runtime.Object) (runtime.Object, error) {
+	out, err := s.toServed(ctx, r, obj)
+	if err != nil {
+		return nil, err
+	}
 	if out == obj {
 		out = obj.DeepCopyObject()
 	}
 	setServedTypeMeta(r, out)
-	return out
+	return out, nil
 }
 
 // servedShared returns a stored object as served without copying when no conversion is
 // needed. The result is shared with the cache and must only be read (encoded).
-func servedShared(r *registry.Resource, obj runtime.Object) runtime.Object {
-	if r.GroupVersion == r.StorageVersion && obj.GetObjectKind().GroupVersionKind() == r.GroupVersionKind() {
-		return obj
+func (s *Server) servedShared(ctx context.Context, r *registry.Resource, obj runtime.Object) (runtime.Object, error) {
+	if obj.GetObjectKind().GroupVersionKind() == r.GroupVersionKind() && (r.Custom != nil || r.GroupVersion == r.StorageVersion) {
+		return obj, nil
 	}
-	return served(r, obj)
+	return s.served(ctx, r, obj)
 }
 
 // bookmarkObject builds the object of a BOOKMARK event: the kind with only its resourceVersion.

@@ -57,8 +57,11 @@ func selectors(r *registry.Resource, q map[string][]string) (labels.Selector, fi
 	return ls, fs, nil
 }
 
-// filterFor builds a watch-cache filter from selectors.
-func filterFor(r *registry.Resource, ls labels.Selector, fs fields.Selector) watchcache.Filter {
+// filterFor builds a watch-cache filter from selectors. A custom object stored in
+// another version is matched in the requested one: its fields are those its
+// conversion (by webhook, ctx's) gives; an object that does not convert is let
+// through, for the conversion of the answer to report the failure.
+func (s *Server) filterFor(ctx context.Context, r *registry.Resource, ls labels.Selector, fs fields.Selector) watchcache.Filter {
 	if ls.Empty() && fs.Empty() {
 		return nil
 	}
@@ -69,7 +72,17 @@ func filterFor(r *registry.Resource, ls labels.Selector, fs fields.Selector) wat
 				return false
 			}
 		}
-		return fs.Empty() || fs.Matches(r.SelectableFields(obj))
+		if fs.Empty() {
+			return true
+		}
+		if r.Custom != nil && obj.GetObjectKind().GroupVersionKind().GroupVersion() != r.GroupVersion {
+			conv, err := s.convertCustom(ctx, r, obj, r.GroupVersion.Version)
+			if err != nil {
+				return true
+			}
+			obj = conv
+		}
+		return fs.Matches(r.SelectableFields(obj))
 	}
 }
 
@@ -96,7 +109,12 @@ func (s *Server) handleGet(w http.ResponseWriter, req *http.Request, ri *request
 		}
 		obj = got
 	}
-	s.respondObject(w, req, ri.res, http.StatusOK, served(ri.res, obj))
+	out, err := s.served(ctx, ri.res, obj)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	s.respondObject(w, req, ri.res, http.StatusOK, out)
 }
 
 // respondObject writes one served object, as a Table or metadata when the client asked.
@@ -201,7 +219,7 @@ func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *reques
 		s.writeError(w, req, err)
 		return
 	}
-	filter := filterFor(ri.res, ls, fs)
+	filter := s.filterFor(ctx, ri.res, ls, fs)
 	prefix := ri.res.Prefix(ri.namespace)
 	rvParam, cont := q.Get("resourceVersion"), q.Get("continue")
 	limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
@@ -300,14 +318,16 @@ func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *regist
 	if remaining > 0 {
 		lm.RemainingItemCount = &remaining
 	}
+	items, err := s.toServedList(req.Context(), r, items)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
 	for _, m := range parseAccept(req.Header.Get("Accept")) {
 		switch m.as {
 		case "":
 			list := r.NewList()
-			objs := make([]runtime.Object, len(items))
-			for i, it := range items {
-				objs[i] = toServed(r, it)
-			}
+			objs := items
 			if err := meta.SetList(list, objs); err != nil {
 				s.writeError(w, req, apierrors.NewInternalError(err))
 				return
@@ -322,7 +342,10 @@ func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *regist
 		case "Table":
 			objs := make([]runtime.Object, len(items))
 			for i, it := range items {
-				objs[i] = servedShared(r, it)
+				if objs[i], err = s.servedShared(req.Context(), r, it); err != nil {
+					s.writeError(w, req, err)
+					return
+				}
 			}
 			t, err := s.tableFor(r, objs, req.URL.Query().Get("includeObject"), "")
 			if err != nil {
@@ -336,7 +359,12 @@ func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *regist
 			pl := &metav1.PartialObjectMetadataList{ListMeta: lm}
 			pl.APIVersion, pl.Kind = "meta.k8s.io/v1", "PartialObjectMetadataList"
 			for _, it := range items {
-				p := partialMetadata(servedShared(r, it))
+				o, err := s.servedShared(req.Context(), r, it)
+				if err != nil {
+					s.writeError(w, req, err)
+					return
+				}
+				p := partialMetadata(o)
 				pl.Items = append(pl.Items, *p)
 			}
 			s.writeAs(w, req, http.StatusOK, m.typ, pl)
@@ -434,7 +462,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 		}
 	}
 	wopts := watchcache.WatchOptions{
-		Prefix: ri.res.Prefix(ri.namespace), Filter: filterFor(ri.res, ls, fs),
+		Prefix: ri.res.Prefix(ri.namespace), Filter: s.filterFor(ctx, ri.res, ls, fs),
 		AfterRevision: after, SendInitialEvents: sendInitial, Bookmarks: bookmarks,
 	}
 	var watcher *watchcache.Watcher
@@ -465,8 +493,11 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 	// ERROR event: 410 Expired for a revision that left the window or was compacted.
 	writeWatchError := func(err error) {
 		var st *metav1.Status
+		var apiErr apierrors.APIStatus
 		if errors.Is(err, watchcache.ErrTooOld) {
 			st = errorToStatus(apierrors.NewResourceExpired(err.Error()))
+		} else if errors.As(err, &apiErr) {
+			st = errorToStatus(err)
 		} else {
 			st = errorToStatus(apierrors.NewInternalError(err))
 		}
@@ -504,7 +535,13 @@ func (s *Server) handleWatch(w http.ResponseWriter, req *http.Request, ri *reque
 				obj = partialMetadata(obj)
 			}
 		} else {
-			obj = servedShared(ri.res, ev.Object)
+			var err error
+			if obj, err = s.servedShared(ctx, ri.res, ev.Object); err != nil {
+				// A custom object its conversion webhook did not convert ends the watch
+				// with an ERROR event, as upstream's.
+				writeWatchError(err)
+				return
+			}
 			shared = obj == ev.Object && as == ""
 			switch as {
 			case "Table":

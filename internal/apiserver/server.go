@@ -30,6 +30,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/watchcache"
 	"github.com/kubette/kubette/internal/registry"
 	"github.com/kubette/kubette/internal/storage"
+	"github.com/kubette/kubette/internal/webhookclient"
 )
 
 // Config configures a Server.
@@ -105,6 +106,8 @@ type Server struct {
 	svc     *serviceAllocators
 	tracer  *tracer // nil when tracing is off
 	proxy   *proxyTransports
+	// webhooks posts to conversion webhooks.
+	webhooks *webhookclient.Client
 	// bindingCreated is the response to every successful binding, encoded once.
 	bindingCreated *constResponse
 	// eventTTL are the store options of a write of a resource that expires with the
@@ -150,6 +153,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		readyCh: make(chan struct{}),
 		custom:  customCaches{ctx: ctx, byName: map[string]*customCache{}, byPfx: map[string]*customCache{}},
 	}
+	s.webhooks = webhookclient.New(s)
 	s.actions = s.defaultActions()
 	for k, a := range cfg.Actions {
 		s.actions[k] = a

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestDecodeStoredSameAsSerializer(t *testing.T) {
 		for range 10 {
 			obj := r.New()
 			fill.Fill(obj)
-			obj = toStorage(r, obj)
+			obj, _ = (&Server{}).toStorage(context.Background(), r, obj)
 			obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
 			data, err := c.protoBytes(obj)
 			if err != nil {

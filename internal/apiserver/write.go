@@ -159,7 +159,10 @@ func (s *Server) create(ctx context.Context, r *registry.Resource, ns string, ob
 	if o.dryRun {
 		return obj, nil
 	}
-	stored := toStorage(r, obj)
+	stored, err := s.toStorage(ctx, r, obj)
+	if err != nil {
+		return nil, err
+	}
 	data, err := s.encodeForStorage(r, stored)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -279,7 +282,12 @@ func (s *Server) update(ctx context.Context, r *registry.Resource, ns, name stri
 			}
 			werr = derr
 		} else {
-			data, eerr := s.encodeForStorage(r, toStorage(r, newObj))
+			stored, cerr := s.toStorage(ctx, r, newObj)
+			if cerr != nil {
+				finishAlloc(false)
+				return nil, false, cerr
+			}
+			data, eerr := s.encodeForStorage(r, stored)
 			if eerr != nil {
 				finishAlloc(false)
 				return nil, false, apierrors.NewInternalError(eerr)
@@ -346,9 +354,12 @@ func (s *Server) prepareUpdate(ctx context.Context, r *registry.Resource, name s
 	if o.subresource == "binding" {
 		// The binding only reads the current state (it changes a copy, and the state
 		// is never returned): the cache's copy serves as it is.
-		cur = servedShared(r, curStored)
+		cur, err = s.servedShared(ctx, r, curStored)
 	} else {
-		cur = served(r, curStored)
+		cur, err = s.served(ctx, r, curStored)
+	}
+	if err != nil {
+		return nil, nil, "", nil, err
 	}
 	curMeta, _ := meta.Accessor(cur)
 	if err := checkPreconditions(r, name, curMeta, o.preconditions); err != nil {
@@ -603,7 +614,10 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		if err != nil {
 			return nil, false, err
 		}
-		out := served(r, cur)
+		out, err := s.served(ctx, r, cur)
+		if err != nil {
+			return nil, false, err
+		}
 		m, _ := meta.Accessor(out)
 		if err := checkPreconditions(r, name, m, opts.Preconditions); err != nil {
 			return nil, false, err
@@ -668,7 +682,11 @@ func (s *Server) delete(ctx context.Context, r *registry.Resource, ns, name stri
 		if dryRun {
 			return out, false, nil
 		}
-		data, err := s.encodeForStorage(r, toStorage(r, out))
+		stored, err := s.toStorage(ctx, r, out)
+		if err != nil {
+			return nil, false, err
+		}
+		data, err := s.encodeForStorage(r, stored)
 		if err != nil {
 			return nil, false, apierrors.NewInternalError(err)
 		}
@@ -707,7 +725,7 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, req *http.Request
 		s.writeError(w, req, err)
 		return
 	}
-	items, rev, _, _, err := s.listFromStorage(ctx, ri.res, ri.res.Prefix(ri.namespace), 0, "", 0, filterFor(ri.res, ls, fs))
+	items, rev, _, _, err := s.listFromStorage(ctx, ri.res, ri.res.Prefix(ri.namespace), 0, "", 0, s.filterFor(ctx, ri.res, ls, fs))
 	if err != nil {
 		s.writeError(w, req, s.storageError(ri.res, "", err))
 		return

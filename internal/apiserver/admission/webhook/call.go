@@ -84,12 +84,12 @@ func (p *Plugin) call(ctx context.Context, inv *invocation, a *admission.Attribu
 	var err error
 	if inv.resource != a.Resource {
 		if obj != nil {
-			if obj, err = p.srv.Convert(obj, inv.resource); err != nil {
+			if obj, err = p.srv.Convert(ctx, obj, inv.resource); err != nil {
 				return h.failed(p.log, a, err)
 			}
 		}
 		if old != nil {
-			if old, err = p.srv.Convert(old, inv.resource); err != nil {
+			if old, err = p.srv.Convert(ctx, old, inv.resource); err != nil {
 				return h.failed(p.log, a, err)
 			}
 		}
@@ -141,7 +141,7 @@ func (p *Plugin) call(ctx context.Context, inv *invocation, a *admission.Attribu
 		return apierrors.NewInternalError(fmt.Errorf("webhook %q: the patched object: %w", h.name, err))
 	}
 	if inv.resource != a.Resource {
-		if out, err = p.srv.Convert(out, a.Resource); err != nil {
+		if out, err = p.srv.Convert(ctx, out, a.Resource); err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("webhook %q: the patched object: %w", h.name, err))
 		}
 	}

@@ -49,7 +49,7 @@ type Server interface {
 	Versions(gr schema.GroupResource) []string
 	// Convert returns obj as the kind of resource gvr (the same object when it already
 	// is): a webhook that asked for another version of the resource gets it so.
-	Convert(obj runtime.Object, gvr schema.GroupVersionResource) (runtime.Object, error)
+	Convert(ctx context.Context, obj runtime.Object, gvr schema.GroupVersionResource) (runtime.Object, error)
 	// Decode decodes the JSON of an object of resource gvr patched by a webhook, as a
 	// request's body is decoded (a custom resource is pruned by its schema).
 	Decode(gvr schema.GroupVersionResource, data []byte) (runtime.Object, error)

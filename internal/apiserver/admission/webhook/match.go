@@ -136,16 +136,16 @@ func (p *Plugin) match(ctx context.Context, h *compiledWebhook, a *admission.Att
 	if h.selectorErr != nil {
 		return nil, h.selectorErr
 	}
-	inv := &invocation{hook: h, resource: a.Resource, kind: a.Kind}
+	resource, kind := a.Resource, a.Kind
 	if !h.matchesRules(a, a.Resource) {
-		if !h.equivalent {
+		if !h.equivalent || !h.namesResource(a.Resource.GroupResource()) {
 			return nil, nil
 		}
 		found := false
 		for _, v := range p.srv.Versions(a.Resource.GroupResource()) {
 			gvr := a.Resource.GroupResource().WithVersion(v)
 			if v != a.Resource.Version && h.matchesRules(a, gvr) {
-				inv.resource, inv.kind, found = gvr, a.Kind.GroupKind().WithVersion(v), true
+				resource, kind, found = gvr, a.Kind.GroupKind().WithVersion(v), true
 				break
 			}
 		}
@@ -153,6 +153,7 @@ func (p *Plugin) match(ctx context.Context, h *compiledWebhook, a *admission.Att
 			return nil, nil
 		}
 	}
+	inv := &invocation{hook: h, resource: resource, kind: kind}
 	if ok, err := p.matchesNamespace(ctx, h, a); err != nil || !ok {
 		return nil, err
 	}
@@ -171,6 +172,23 @@ func (h *compiledWebhook) matchesRules(a *admission.Attributes, gvr schema.Group
 	for _, r := range h.rules {
 		if ruleMatches(r, a, gvr) {
 			return true
+		}
+	}
+	return false
+}
+
+// namesResource reports whether a rule of h could name gr in some version (its
+// group and resource match), before other versions are looked for.
+func (h *compiledWebhook) namesResource(gr schema.GroupResource) bool {
+	for _, r := range h.rules {
+		if !oneOf(r.APIGroups, gr.Group) {
+			continue
+		}
+		for _, res := range r.Resources {
+			name, _, _ := strings.Cut(res, "/")
+			if name == "*" || name == gr.Resource {
+				return true
+			}
 		}
 	}
 	return false

@@ -24,6 +24,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -71,6 +72,11 @@ type Plugin struct {
 
 	mu    sync.Mutex
 	cache map[string]*compiledConfig // by configuration UID
+	// last is the webhooks of the last list, reused while the list is the same.
+	last struct {
+		keys     []configKey
+		webhooks []*compiledWebhook
+	}
 }
 
 // Options configure the plugins.
@@ -182,14 +188,20 @@ func (p *Plugin) webhooks(ctx context.Context) ([]*compiledWebhook, error) {
 	if len(objs) == 0 {
 		return nil, nil
 	}
-	configs := make([]*compiledConfig, 0, len(objs))
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sameAsLast(objs) {
+		return p.last.webhooks, nil
+	}
+	configs := make([]*compiledConfig, 0, len(objs))
 	seen := make(map[string]bool, len(objs))
+	keys := make([]configKey, 0, len(objs))
 	for _, obj := range objs {
 		c := p.compiled(obj)
 		if c != nil {
 			seen[c.uid] = true
 			configs = append(configs, c)
+			keys = append(keys, configKey{c.uid, c.resourceVersion})
 		}
 	}
 	for uid := range p.cache {
@@ -197,13 +209,31 @@ func (p *Plugin) webhooks(ctx context.Context) ([]*compiledWebhook, error) {
 			delete(p.cache, uid)
 		}
 	}
-	p.mu.Unlock()
 	sort.Slice(configs, func(i, j int) bool { return configs[i].name < configs[j].name })
 	var out []*compiledWebhook
 	for _, c := range configs {
 		out = append(out, c.webhooks...)
 	}
+	p.last.keys, p.last.webhooks = keys, out
 	return out, nil
+}
+
+// configKey names one version of a configuration.
+type configKey struct{ uid, resourceVersion string }
+
+// sameAsLast reports whether objs are the configurations the last list compiled,
+// in the same order (the watch cache lists them sorted by key). The caller holds p.mu.
+func (p *Plugin) sameAsLast(objs []runtime.Object) bool {
+	if len(objs) != len(p.last.keys) {
+		return false
+	}
+	for i, obj := range objs {
+		m, ok := obj.(metav1.Object)
+		if !ok || string(m.GetUID()) != p.last.keys[i].uid || m.GetResourceVersion() != p.last.keys[i].resourceVersion {
+			return false
+		}
+	}
+	return true
 }
 
 // compiled returns the compiled form of a configuration, from the cache when its

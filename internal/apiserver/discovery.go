@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -164,6 +165,11 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, req *http.Request) bool {
 			for _, g := range s.groups() {
 				l.Items = append(l.Items, s.groupDiscovery(g))
 			}
+			for _, g := range s.remoteOnlyGroups() {
+				if d, ok := s.remoteGroupDiscovery(req.Context(), g); ok {
+					l.Items = append(l.Items, d)
+				}
+			}
 			s.writeDiscovery(w, l, true)
 			return true
 		}
@@ -171,6 +177,9 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, req *http.Request) bool {
 		l.APIVersion, l.Kind = "v1", "APIGroupList"
 		for _, g := range s.groups() {
 			l.Groups = append(l.Groups, *s.apiGroup(g))
+		}
+		for _, g := range s.remoteOnlyGroups() {
+			l.Groups = append(l.Groups, *s.remoteAPIGroup(g[0].svc.Spec.Group))
 		}
 		s.writeDiscovery(w, l, false)
 		return true
@@ -224,4 +233,70 @@ func (s *Server) apiGroup(name string) *metav1.APIGroup {
 		}
 	}
 	return g
+}
+
+// remoteGroupDiscovery is the aggregated discovery entry of a group served by remote
+// APIServices, in their order: each version with the resources its extension server
+// lists at /apis/<group>/<version>, Stale when the last attempt to ask failed (as
+// upstream's discovery manager marks it). A version never discovered is left out;
+// ok is false when no version is left.
+func (s *Server) remoteGroupDiscovery(ctx context.Context, g []*remoteAPI) (apidiscoveryv2.APIGroupDiscovery, bool) {
+	out := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g[0].svc.Spec.Group}}
+	for _, r := range g {
+		list, stale := s.remoteDiscovery(ctx, r)
+		if list == nil {
+			continue
+		}
+		v := aggregatedVersion(r.svc.Spec.Group, r.svc.Spec.Version, list)
+		if stale {
+			v.Freshness = apidiscoveryv2.DiscoveryFreshnessStale
+		}
+		out.Versions = append(out.Versions, v)
+	}
+	return out, len(out.Versions) > 0
+}
+
+// aggregatedVersion converts an APIResourceList to the aggregated discovery form: each
+// resource with its subresources ("name/sub" entries) folded into it.
+func aggregatedVersion(group, version string, list *metav1.APIResourceList) apidiscoveryv2.APIVersionDiscovery {
+	v := apidiscoveryv2.APIVersionDiscovery{Version: version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+	index := map[string]int{}
+	kindOf := func(r metav1.APIResource) *metav1.GroupVersionKind {
+		if r.Kind == "" {
+			return nil
+		}
+		gvk := &metav1.GroupVersionKind{Group: group, Version: version, Kind: r.Kind}
+		if r.Group != "" || r.Version != "" {
+			gvk.Group, gvk.Version = r.Group, r.Version
+		}
+		return gvk
+	}
+	for _, r := range list.APIResources {
+		if strings.Contains(r.Name, "/") {
+			continue
+		}
+		scope := apidiscoveryv2.ScopeCluster
+		if r.Namespaced {
+			scope = apidiscoveryv2.ScopeNamespace
+		}
+		index[r.Name] = len(v.Resources)
+		v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{
+			Resource: r.Name, SingularResource: r.SingularName, Scope: scope, Verbs: r.Verbs,
+			ResponseKind: kindOf(r), ShortNames: r.ShortNames, Categories: r.Categories,
+		})
+	}
+	for _, r := range list.APIResources {
+		parent, sub, ok := strings.Cut(r.Name, "/")
+		if !ok {
+			continue
+		}
+		i, found := index[parent]
+		if !found {
+			continue
+		}
+		v.Resources[i].Subresources = append(v.Resources[i].Subresources, apidiscoveryv2.APISubresourceDiscovery{
+			Subresource: sub, ResponseKind: kindOf(r), Verbs: r.Verbs,
+		})
+	}
+	return v
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiregistrationac "k8s.io/kube-aggregator/pkg/client/applyconfiguration"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
@@ -54,7 +56,8 @@ func newFieldManagers(ctx context.Context, s *Server) *fieldManagers {
 		f.converter = newTypeConverter(byGroup{
 			fallback: applyconfigurations.NewTypeConverter(s.scheme),
 			groups: map[string]managedfields.TypeConverter{
-				apiextensionsv1.GroupName: apiextensionsac.NewTypeConverter(s.scheme),
+				apiextensionsv1.GroupName:   apiextensionsac.NewTypeConverter(s.scheme),
+				apiregistrationv1.GroupName: apiregistrationac.NewTypeConverter(s.scheme),
 			},
 		}, s.scheme)
 		close(f.ready)

@@ -96,6 +96,8 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request) {
 	case path == trace.Endpoint:
 		s.serveTrace(w, req)
 		return
+	case strings.HasPrefix(path, "/apis/") && s.serveAggregated(w, req):
+		return
 	case strings.HasPrefix(path, "/openapi/"):
 		if s.docs.serve(w, req) {
 			return

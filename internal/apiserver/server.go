@@ -108,6 +108,8 @@ type Server struct {
 	proxy   *proxyTransports
 	// webhooks posts to conversion webhooks.
 	webhooks *webhookclient.Client
+	// agg holds the remote APIServices requests are proxied to (see aggregator.go).
+	agg aggregator
 	// bindingCreated is the response to every successful binding, encoded once.
 	bindingCreated *constResponse
 	// eventTTL are the store options of a write of a resource that expires with the

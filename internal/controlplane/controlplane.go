@@ -235,6 +235,11 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		<-storeCh
 		return nil, err
 	}
+	fp, err := loadFrontProxy(pkiDir)
+	if err != nil {
+		<-storeCh
+		return nil, err
+	}
 	sr := <-storeCh
 	if sr.err != nil {
 		return nil, sr.err
@@ -354,6 +359,11 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		return nil, err
 	}
 	if err := runCRDControllers(ctx, srv, cfg.Logger); err != nil {
+		_ = httpSrv.Close()
+		sr.stop()
+		return nil, err
+	}
+	if err := runAggregator(ctx, readyCtx, srv, ca.CertPEM, fp, cfg.Logger); err != nil {
 		_ = httpSrv.Close()
 		sr.stop()
 		return nil, err

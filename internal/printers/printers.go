@@ -127,6 +127,10 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		if gr.Resource == "customresourcedefinitions" {
 			return createdAtPrinter(), true
 		}
+	case "apiregistration.k8s.io":
+		if gr.Resource == "apiservices" {
+			return apiServicePrinter(), true
+		}
 	case "policy":
 		if gr.Resource == "poddisruptionbudgets" {
 			return pdbPrinter(), true

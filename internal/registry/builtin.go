@@ -196,6 +196,7 @@ func Builtin() []*Resource {
 	res = append(res, rbacResources()...)
 	res = append(res, flowcontrolResources()...)
 	res = append(res, apiextensionsResources()...)
+	res = append(res, apiregistrationResources()...)
 	res = append(res, webhookConfigurationResources()...)
 	res = append(res, admissionPolicyResources()...)
 	res = append(res, policyResources()...)

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,6 +356,24 @@ func TestAPIServiceRemote(t *testing.T) {
 	}
 	if !flunders {
 		t.Errorf("aggregated discovery has no wardle.example.com/v1alpha1 flunders: %v", lists)
+	}
+
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		out, err := exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "get", "apiservices",
+			"v1.apps", "v1alpha1.wardle.example.com", "v1.missing.example.com").CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl get apiservices: %v\n%s", err, out)
+		}
+		var rows []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(line)
+			rows = append(rows, strings.Join(f[:len(f)-1], " ")) // without AGE
+		}
+		want := []string{"NAME SERVICE AVAILABLE", "v1.apps Local True", "v1alpha1.wardle.example.com default/wardle True",
+			"v1.missing.example.com default/nothere False (ServiceNotFound)"}
+		if !reflect.DeepEqual(rows, want) {
+			t.Errorf("kubectl get apiservices:\n%s\nwant rows %q", out, want)
+		}
 	}
 
 	err = env.Client.CoreV1().RESTClient().Get().AbsPath("/apis/missing.example.com/v1/things").Do(ctx).Error()

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -99,7 +100,10 @@ type Kubelet struct {
 	nodes        corelisters.NodeLister
 	services     corelisters.ServiceLister // every namespace's, for the service environment variables
 	svcInformer  cache.SharedIndexInformer
-	informers    []informers.SharedInformerFactory
+	// runtimeClasses turn a pod's spec.runtimeClassName into its CRI runtime handler.
+	runtimeClasses nodelisters.RuntimeClassLister
+	rcInformer     cache.SharedIndexInformer
+	informers      []informers.SharedInformerFactory
 
 	sysctls      *sysctlAllowlist
 	crashBackoff *flowcontrol.Backoff
@@ -192,6 +196,8 @@ func New(cfg Config) (*Kubelet, error) {
 	svcFactory := informers.NewSharedInformerFactory(cfg.Client, 0)
 	k.svcInformer = svcFactory.Core().V1().Services().Informer()
 	k.services = svcFactory.Core().V1().Services().Lister()
+	k.rcInformer = svcFactory.Node().V1().RuntimeClasses().Informer()
+	k.runtimeClasses = svcFactory.Node().V1().RuntimeClasses().Lister()
 	k.informers = []informers.SharedInformerFactory{podFactory, nodeFactory, svcFactory}
 	if _, err := k.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { k.triggerAll() }, // pods wait for their node to be registered
@@ -265,7 +271,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}()
 	// The Services too, as upstream's kubelet waits for them: a pod started before would miss
 	// its service variables (KUBERNETES_SERVICE_HOST among them, which in-cluster clients need).
-	if !cache.WaitForCacheSync(ctx.Done(), k.podInformer.HasSynced, k.nodeInformer.HasSynced, k.svcInformer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), k.podInformer.HasSynced, k.nodeInformer.HasSynced, k.svcInformer.HasSynced, k.rcInformer.HasSynced) {
 		return nil // stopped before the caches synced
 	}
 	// Workers start only now, with the pods, the node and the Services known; triggers before were

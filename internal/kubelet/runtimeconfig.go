@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -377,4 +378,23 @@ func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef st
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	return cfg
+}
+
+// runtimeHandler is the CRI runtime handler of the pod's RuntimeClass: "" (the runtime's
+// default) for a pod that names none, as upstream's runtimeclass manager. A class the
+// kubelet does not know fails the sandbox (the API refused pods naming a missing class,
+// so it was deleted since or the cache lags; the sync is retried).
+func (k *Kubelet) runtimeHandler(pod *v1.Pod) (string, error) {
+	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
+		return "", nil
+	}
+	name := *pod.Spec.RuntimeClassName
+	rc, err := k.runtimeClasses.Get(name)
+	if apierrors.IsNotFound(err) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("failed to lookup RuntimeClass %s: %w", name, err)
+	}
+	return rc.Handler, nil
 }

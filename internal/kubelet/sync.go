@@ -125,11 +125,14 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		if err := k.killContainers(ctx, pod, rt.containers, gracePeriod(pod), ""); err != nil {
 			return err
 		}
-		attempt := uint32(0)
+		attempt, handler := uint32(0), ""
 		if latest != nil {
 			attempt = latest.GetMetadata().GetAttempt() + 1
 		}
 		cfg, err := k.sandboxConfig(pod, attempt)
+		if err == nil {
+			handler, err = k.runtimeHandler(pod)
+		}
 		if err != nil {
 			k.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
 			return err
@@ -144,7 +147,7 @@ func (k *Kubelet) syncContainers(ctx context.Context, w *podWorker, pod *v1.Pod,
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 			return fmt.Errorf("pod log directory: %w", err)
 		}
-		id, err := k.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
+		id, err := k.cfg.Runtime.RunPodSandbox(ctx, cfg, handler)
 		if err != nil {
 			k.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+criMessage(err))
 			return fmt.Errorf("run sandbox of %s: %w", podFullName(pod), err)

@@ -247,7 +247,7 @@ func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Record
 			in.MaxNOFILE, in.HostCapabilities = limits.nofile, limits.caps
 			return oci.Spec(in)
 		},
-		Version: cfg.Version, Runc: cfg.Runc, RuncRoot: runcRoot, Logger: cfg.Logger,
+		Version: cfg.Version, Runc: cfg.Runc, RuncRoot: runcRoot, Logger: cfg.Logger, Handlers: handlers(cfg.Runc),
 		Streaming: streamCfg, InsecureRegistries: insecure,
 	})
 	if err != nil {
@@ -257,6 +257,14 @@ func open(ctx context.Context, cfg Config, withStreaming bool, rec *steps.Record
 		return parts{}, err
 	}
 	return parts{cfg: cfg, srv: srv, net: net, stream: stream, rt: rt}, nil
+}
+
+// handlers are the RuntimeClass handlers the runtime serves besides the default: the name
+// of its OCI runtime ("runc", or "crun" when it runs crun), so that a class whose handler
+// names it runs as a pod without a class does. Every other handler is refused at
+// RunPodSandbox, as containerd refuses one its configuration has no runtime for.
+func handlers(ociRuntime string) []string {
+	return []string{filepath.Base(ociRuntime)}
 }
 
 // defaultDataDir is dir, or /var/lib/kubette for "".

@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -16,7 +17,7 @@ func (s *Server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimea
 }
 
 // Status reports RuntimeReady and NetworkReady (false with NetworkPluginNotReady until the
-// network is ready).
+// network is ready), and the runtime handlers served: the default "" and Config.Handlers.
 func (s *Server) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	netCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
 	if err := s.cfg.Network.Ready(); err != nil {
@@ -24,9 +25,18 @@ func (s *Server) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi
 		netCond.Reason = "NetworkPluginNotReady"
 		netCond.Message = fmt.Sprintf("Network plugin returns error: %v", err)
 	}
-	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true}, netCond,
-	}}}, nil
+	}}}
+	for _, h := range append([]string{""}, s.cfg.Handlers...) {
+		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{Name: h, Features: &runtimeapi.RuntimeHandlerFeatures{}})
+	}
+	return resp, nil
+}
+
+// servesHandler reports whether sandboxes may be run with the runtime handler h.
+func (s *Server) servesHandler(h string) bool {
+	return h == "" || slices.Contains(s.cfg.Handlers, h)
 }
 
 // UpdateRuntimeConfig passes the node's pod CIDR to the network.

@@ -25,8 +25,10 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if md == nil || md.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "pod sandbox config needs metadata with a name")
 	}
-	if h := req.GetRuntimeHandler(); h != "" {
-		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (kubette has only the default one)", h)
+	handler := req.GetRuntimeHandler()
+	if !s.servesHandler(handler) {
+		// containerd's answer to a handler its configuration has no runtime for.
+		return nil, status.Errorf(codes.Unknown, "failed to get sandbox runtime: no runtime for %q is configured", handler)
 	}
 	s.mu.Lock()
 	err := s.checkSandboxName(md)
@@ -77,7 +79,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 		return nil, fmt.Errorf("failed to write the resolv.conf of sandbox %s: %w", id, err)
 	}
 
-	m := sandboxMeta{ID: id, Ready: true, CreatedAt: time.Now().UnixNano(), HostNet: hostNet, Hostname: hostname}
+	m := sandboxMeta{ID: id, Ready: true, CreatedAt: time.Now().UnixNano(), HostNet: hostNet, Hostname: hostname, Handler: handler}
 	nsOpts := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	m.PodNS, err = s.cfg.Containers.SetupPodNamespaces(dir, nsOpts.GetIpc() == runtimeapi.NamespaceMode_POD, nsOpts.GetPid() == runtimeapi.NamespaceMode_POD)
 	if err != nil {
@@ -340,7 +342,7 @@ func (s *Server) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandbo
 	s.mu.Unlock()
 	st := &runtimeapi.PodSandboxStatus{
 		Id: m.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sandboxReady(m)), CreatedAt: m.CreatedAt,
-		Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(),
+		Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), RuntimeHandler: m.Handler,
 		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
 			Options: cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()}},
 	}
@@ -380,7 +382,7 @@ func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandbo
 		}
 		resp.Items = append(resp.Items, &runtimeapi.PodSandbox{
 			Id: m.ID, Metadata: cfg.GetMetadata(), State: sandboxState(sandboxReady(m)), CreatedAt: m.CreatedAt,
-			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(),
+			Labels: cfg.GetLabels(), Annotations: cfg.GetAnnotations(), RuntimeHandler: m.Handler,
 		})
 	}
 	slices.SortFunc(resp.Items, func(a, b *runtimeapi.PodSandbox) int {

@@ -45,6 +45,11 @@ type Config struct {
 	Spec SpecFunc
 	// Version is the version of the binary, reported by Version.
 	Version string
+	// Handlers are the CRI runtime handlers (RuntimeClass handlers) the server runs pods
+	// with besides the default "": all of them with Containers, as a containerd whose
+	// runtimes table names the same OCI runtime under several names. A sandbox asked for
+	// another handler is refused.
+	Handlers []string
 	// Runc and RuncRoot, when set, let UpdateContainerResources call `runc update`.
 	Runc, RuncRoot string
 	// CgroupRoot is where the cgroup v1 hierarchies are mounted (default /sys/fs/cgroup).

@@ -33,6 +33,8 @@ type sandboxMeta struct {
 	NetNSPath string          `json:"netnsPath,omitempty"`
 	IPs       []string        `json:"ips,omitempty"`
 	Hostname  string          `json:"hostname"`
+	// Handler is the CRI runtime handler the sandbox was asked for ("" the default).
+	Handler string `json:"runtimeHandler,omitempty"`
 	// PodNS are the pod's IPC namespace, shm and pid namespace holder.
 	PodNS PodNamespaces `json:"podNamespaces"`
 }

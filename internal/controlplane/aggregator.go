@@ -14,7 +14,6 @@ import (
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/transport"
@@ -156,11 +155,7 @@ func runAggregator(ctx, readyCtx context.Context, srv *apiserver.Server, clientC
 	apiServices := regF.Apiregistration().V1().APIServices()
 	services := kubeF.Core().V1().Services()
 	slices := kubeF.Discovery().V1().EndpointSlices()
-	sliceGetter, err := apiproxy.NewEndpointSliceIndexerGetter(slices)
-	if err != nil {
-		return fmt.Errorf("endpoint slice index: %w", err)
-	}
-	resolver := apiservice.Resolver{Services: services.Lister(), EndpointSlices: sliceGetter}
+	resolver := apiservice.Resolver{Services: services.Lister(), EndpointSlices: slices.Lister()}
 	srv.EnableAggregation(apiserver.AggregationConfig{Resolver: resolver, ProxyClientCert: fp.cert})
 
 	local, err := apiservice.NewLocal(reg.ApiregistrationV1(), apiServices, extF.Apiextensions().V1().CustomResourceDefinitions(), srv.BuiltinGroupVersions(), log)

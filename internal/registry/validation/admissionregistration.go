@@ -29,17 +29,27 @@ func ValidateValidatingWebhookConfiguration(c *admissionregistrationv1.Validatin
 // validateValidatingWebhookConfiguration is the validation of c, where the
 // matchConditions expressions in stored were already stored.
 func validateValidatingWebhookConfiguration(c *admissionregistrationv1.ValidatingWebhookConfiguration, stored sets.Set[string]) field.ErrorList {
-	errs := validateMetaWith(&c.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, false)
-	names := sets.New[string]()
+	hooks := make([]webhookFields, len(c.Webhooks))
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
-		p := field.NewPath("webhooks").Index(i)
-		errs = append(errs, validateWebhookName(w.Name, names, p.Child("name"))...)
-		errs = append(errs, validateWebhook(webhookFields{
-			rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy, sideEffects: w.SideEffects,
+		hooks[i] = webhookFields{
+			name: w.Name, rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy, sideEffects: w.SideEffects,
 			timeout: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions, namespaceSelector: w.NamespaceSelector,
 			objectSelector: w.ObjectSelector, matchConditions: w.MatchConditions, clientConfig: &w.ClientConfig,
-		}, stored, p)...)
+		}
+	}
+	return validateWebhookConfiguration(&c.ObjectMeta, hooks, stored)
+}
+
+// validateWebhookConfiguration checks the metadata of a configuration and each of
+// its webhooks, whose names must be unique.
+func validateWebhookConfiguration(m *metav1.ObjectMeta, hooks []webhookFields, stored sets.Set[string]) field.ErrorList {
+	errs := validateMetaWith(m, false, apimachineryvalidation.NameIsDNSSubdomain, false)
+	names := sets.New[string]()
+	for i, w := range hooks {
+		p := field.NewPath("webhooks").Index(i)
+		errs = append(errs, validateWebhookName(w.name, names, p.Child("name"))...)
+		errs = append(errs, validateWebhook(w, stored, p)...)
 	}
 	return errs
 }
@@ -62,27 +72,17 @@ func ValidateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWeb
 }
 
 func validateMutatingWebhookConfiguration(c *admissionregistrationv1.MutatingWebhookConfiguration, stored sets.Set[string]) field.ErrorList {
-	errs := validateMetaWith(&c.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, false)
-	names := sets.New[string]()
+	hooks := make([]webhookFields, len(c.Webhooks))
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
-		p := field.NewPath("webhooks").Index(i)
-		errs = append(errs, validateWebhookName(w.Name, names, p.Child("name"))...)
-		errs = append(errs, validateWebhook(webhookFields{
-			rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy, sideEffects: w.SideEffects,
+		hooks[i] = webhookFields{
+			name: w.Name, rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy, sideEffects: w.SideEffects,
 			timeout: w.TimeoutSeconds, reviewVersions: w.AdmissionReviewVersions, namespaceSelector: w.NamespaceSelector,
 			objectSelector: w.ObjectSelector, matchConditions: w.MatchConditions, clientConfig: &w.ClientConfig,
-		}, stored, p)...)
-		if w.ReinvocationPolicy != nil {
-			switch *w.ReinvocationPolicy {
-			case admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy:
-			default:
-				errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *w.ReinvocationPolicy,
-					[]string{string(admissionregistrationv1.NeverReinvocationPolicy), string(admissionregistrationv1.IfNeededReinvocationPolicy)}))
-			}
+			reinvocation: w.ReinvocationPolicy,
 		}
 	}
-	return errs
+	return validateWebhookConfiguration(&c.ObjectMeta, hooks, stored)
 }
 
 // ValidateMutatingWebhookConfigurationUpdate validates an update as a new object
@@ -97,6 +97,8 @@ func ValidateMutatingWebhookConfigurationUpdate(c, old *admissionregistrationv1.
 
 // webhookFields are the fields validating and mutating webhooks share.
 type webhookFields struct {
+	name                              string
+	reinvocation                      *admissionregistrationv1.ReinvocationPolicyType // mutating webhooks only
 	rules                             []admissionregistrationv1.RuleWithOperations
 	failurePolicy                     *admissionregistrationv1.FailurePolicyType
 	matchPolicy                       *admissionregistrationv1.MatchPolicyType
@@ -162,7 +164,16 @@ func validateWebhook(w webhookFields, stored sets.Set[string], p *field.Path) fi
 		stored = sets.New[string]()
 	}
 	errs = append(errs, ValidateCELMatchConditions(w.matchConditions, false, stored, p.Child("matchConditions"))...)
-	return append(errs, validateWebhookClientConfig(w.clientConfig, p.Child("clientConfig"))...)
+	errs = append(errs, validateWebhookClientConfig(w.clientConfig, p.Child("clientConfig"))...)
+	if w.reinvocation != nil {
+		switch *w.reinvocation {
+		case admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *w.reinvocation,
+				[]string{string(admissionregistrationv1.NeverReinvocationPolicy), string(admissionregistrationv1.IfNeededReinvocationPolicy)}))
+		}
+	}
+	return errs
 }
 
 // validateAdmissionReviewVersions: at least one version this server speaks, each a

@@ -126,22 +126,10 @@ func validateWebhook(w webhookFields, stored sets.Set[string], p *field.Path) fi
 	for i := range w.rules {
 		errs = append(errs, validateAdmissionRule(&w.rules[i], p.Child("rules").Index(i))...)
 	}
-	if w.failurePolicy != nil {
-		switch *w.failurePolicy {
-		case admissionregistrationv1.Fail, admissionregistrationv1.Ignore:
-		default:
-			errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *w.failurePolicy,
-				[]string{string(admissionregistrationv1.Fail), string(admissionregistrationv1.Ignore)}))
-		}
-	}
-	if w.matchPolicy != nil {
-		switch *w.matchPolicy {
-		case admissionregistrationv1.Exact, admissionregistrationv1.Equivalent:
-		default:
-			errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *w.matchPolicy,
-				[]string{string(admissionregistrationv1.Equivalent), string(admissionregistrationv1.Exact)}))
-		}
-	}
+	errs = append(errs, validateOptionalEnum(w.failurePolicy, p.Child("failurePolicy"),
+		admissionregistrationv1.Fail, admissionregistrationv1.Ignore)...)
+	errs = append(errs, validateOptionalEnum(w.matchPolicy, p.Child("matchPolicy"),
+		admissionregistrationv1.Equivalent, admissionregistrationv1.Exact)...)
 	switch {
 	case w.sideEffects == nil:
 		errs = append(errs, field.Required(p.Child("sideEffects"), fmt.Sprintf("must specify one of %v",
@@ -165,14 +153,8 @@ func validateWebhook(w webhookFields, stored sets.Set[string], p *field.Path) fi
 	}
 	errs = append(errs, ValidateCELMatchConditions(w.matchConditions, false, stored, p.Child("matchConditions"))...)
 	errs = append(errs, validateWebhookClientConfig(w.clientConfig, p.Child("clientConfig"))...)
-	if w.reinvocation != nil {
-		switch *w.reinvocation {
-		case admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy:
-		default:
-			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *w.reinvocation,
-				[]string{string(admissionregistrationv1.NeverReinvocationPolicy), string(admissionregistrationv1.IfNeededReinvocationPolicy)}))
-		}
-	}
+	errs = append(errs, validateOptionalEnum(w.reinvocation, p.Child("reinvocationPolicy"),
+		admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy)...)
 	return errs
 }
 

@@ -399,14 +399,8 @@ func ValidatePriorityClass(pc *schedulingv1.PriorityClass) field.ErrorList {
 	} else if pc.Value > HighestUserDefinablePriority {
 		errs = append(errs, field.Forbidden(field.NewPath("value"), fmt.Sprintf("maximum allowed value of a user defined priority is %v", HighestUserDefinablePriority)))
 	}
-	if pc.PreemptionPolicy != nil {
-		switch *pc.PreemptionPolicy {
-		case corev1.PreemptLowerPriority, corev1.PreemptNever:
-		default:
-			errs = append(errs, field.NotSupported(field.NewPath("preemptionPolicy"), *pc.PreemptionPolicy,
-				[]string{string(corev1.PreemptLowerPriority), string(corev1.PreemptNever)}))
-		}
-	}
+	errs = append(errs, validateOptionalEnum(pc.PreemptionPolicy, field.NewPath("preemptionPolicy"),
+		corev1.PreemptLowerPriority, corev1.PreemptNever)...)
 	return errs
 }
 

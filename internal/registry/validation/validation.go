@@ -34,6 +34,7 @@ package validation
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -350,4 +351,14 @@ func validateName(nameFn apimachineryvalidation.ValidateNameFunc, value string, 
 		errs = append(errs, field.Invalid(fldPath, value, msg))
 	}
 	return errs
+}
+
+// validateOptionalEnum reports NotSupported at fldPath when the optional value v
+// is set to anything but one of allowed, which the message lists in the given
+// order. An unset value is not an error.
+func validateOptionalEnum[T ~string](v *T, fldPath *field.Path, allowed ...T) field.ErrorList {
+	if v == nil || slices.Contains(allowed, *v) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(fldPath, *v, allowed)}
 }

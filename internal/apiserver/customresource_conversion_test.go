@@ -68,21 +68,10 @@ func startConverter(t *testing.T) *converter {
 		for _, raw := range review.Request.Objects {
 			var u unstructured.Unstructured
 			_ = u.UnmarshalJSON(raw.Raw)
-			spec, _ := u.Object["spec"].(map[string]any)
-			switch review.Request.DesiredAPIVersion {
-			case "example.com/v2":
-				if hp, ok := spec["hostPort"].(string); ok {
-					h, p, _ := strings.Cut(hp, ":")
-					delete(spec, "hostPort")
-					spec["host"], spec["port"] = h, p
-				}
-			case "example.com/v1":
-				if h, ok := spec["host"].(string); ok {
-					spec["hostPort"] = h + ":" + spec["port"].(string)
-					delete(spec, "host")
-					delete(spec, "port")
-				}
+			if spec, ok := u.Object["spec"].(map[string]any); ok {
+				convertHostPort(spec, review.Request.DesiredAPIVersion)
 			}
+			convertHostPort(u.Object, review.Request.DesiredAPIVersion) // as upstream's sample converter
 			u.SetAPIVersion(review.Request.DesiredAPIVersion)
 			u.SetLabels(map[string]string{"converted": "yes"})
 			u.SetUID(types.UID("changed-by-the-webhook")) // must not stick
@@ -95,6 +84,24 @@ func startConverter(t *testing.T) *converter {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return c
+}
+
+// convertHostPort converts m's fields between v1 (hostPort "h:p") and v2 (host, port).
+func convertHostPort(m map[string]any, desired string) {
+	switch desired {
+	case "example.com/v2":
+		if hp, ok := m["hostPort"].(string); ok {
+			h, p, _ := strings.Cut(hp, ":")
+			delete(m, "hostPort")
+			m["host"], m["port"] = h, p
+		}
+	case "example.com/v1":
+		if h, ok := m["host"].(string); ok {
+			m["hostPort"] = h + ":" + m["port"].(string)
+			delete(m, "host")
+			delete(m, "port")
+		}
+	}
 }
 
 // TestCustomResourceConversionWebhook: a CRD whose versions are converted by a
@@ -189,5 +196,79 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "conversion webhook for example.com/v1, Kind=Widget failed") ||
 		!strings.Contains(err.Error(), "the converter is down") {
 		t.Errorf("failed conversion: %v", err)
+	}
+}
+
+// TestCustomResourceConversionMixedList: after the storage version moves from v1 to
+// v2, a list holds objects stored in both; read in either version, every item comes
+// back in that version (as upstream's "non homogeneous list" conformance test).
+func TestCustomResourceConversionMixedList(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	conv := startConverter(t)
+	schemaOf := func(fields ...string) *apiextensionsv1.CustomResourceValidation {
+		props := map[string]apiextensionsv1.JSONSchemaProps{}
+		for _, f := range fields {
+			props[f] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		}
+		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props}}
+	}
+	crd := widgetCRD(nil)
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{
+		{Name: "v1", Served: true, Storage: true, Schema: schemaOf("hostPort")},
+		{Name: "v2", Served: true, Schema: schemaOf("host", "port")},
+	}
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &conv.url, CABundle: conv.ca}}}
+	ac := apiextensionsclient.NewForConfigOrDie(env.Config)
+	if _, err := ac.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	v1 := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
+	v2 := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}).Namespace("default")
+	widget := func(name string) *unstructured.Unstructured {
+		w := &unstructured.Unstructured{Object: map[string]any{"hostPort": "web:80"}}
+		w.SetAPIVersion("example.com/v1")
+		w.SetKind("Widget")
+		w.SetName(name)
+		return w
+	}
+	poll.Until(t, "v1 served", func() error {
+		_, err := v1.Create(ctx, widget("one"), metav1.CreateOptions{})
+		return err
+	})
+	cur, err := ac.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Versions[0].Storage, cur.Spec.Versions[1].Storage = false, true
+	if _, err := ac.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// As the conformance test, the second object is written right after the update.
+	poll.Until(t, "the second object created", func() error {
+		_, err := v1.Create(ctx, widget("two"), metav1.CreateOptions{})
+		return err
+	})
+	for _, tc := range []struct {
+		client  dynamic.ResourceInterface
+		version string
+		check   func(obj map[string]any) bool
+	}{
+		{v1, "example.com/v1", func(s map[string]any) bool { return s["hostPort"] == "web:80" && s["host"] == nil }},
+		{v2, "example.com/v2", func(s map[string]any) bool { return s["host"] == "web" && s["port"] == "80" && s["hostPort"] == nil }},
+		{v1, "example.com/v1", func(s map[string]any) bool { return s["hostPort"] == "web:80" && s["host"] == nil }},
+	} {
+		list, err := tc.client.List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 2 {
+			t.Fatalf("%s list: %v %v", tc.version, list, err)
+		}
+		for _, it := range list.Items {
+			if it.GetAPIVersion() != tc.version || !tc.check(it.Object) {
+				t.Errorf("%s list item %s: %v", tc.version, it.GetName(), it.Object)
+			}
+		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 	"github.com/kubette/kubette/internal/storage"
 )
 
-// storageDecoder decodes stored protobuf and stamps the revision as resourceVersion.
+// storageDecoder decodes a stored object (protobuf, or JSON for a custom one) and
+// stamps the revision as resourceVersion.
 func (s *Server) storageDecoder(r *registry.Resource) watchcache.Decoder {
 	return func(key string, value []byte, rev int64) (runtime.Object, error) {
 		if len(value) == 0 {
@@ -39,7 +40,11 @@ func (s *Server) storageDecoder(r *registry.Resource) watchcache.Decoder {
 			return nil, fmt.Errorf("decode %s: %w", key, err)
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
+		if r.Custom == nil {
+			// A custom object keeps the version it was stored in (decodeCustomStored):
+			// after the storage version changes, it is converted from that one.
+			obj.GetObjectKind().SetGroupVersionKind(r.StorageGVK())
+		}
 		return obj, nil
 	}
 }

@@ -13,12 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubette/kubette/internal/localnet"
+	"github.com/kubette/kubette/internal/serviceendpoint"
 )
 
 // maxResponseBytes bounds a webhook's answer.
@@ -200,47 +199,22 @@ func (c *Client) resolve(ctx context.Context, ref *Service) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("service %s/%s is a %T", ref.Namespace, ref.Name, obj)
 	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port))), nil
-	}
-	var svcPort *corev1.ServicePort
-	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == port {
-			svcPort = &svc.Spec.Ports[i]
-			break
-		}
-	}
-	if svcPort == nil {
-		return "", fmt.Errorf("service %s/%s has no port %d", ref.Namespace, ref.Name, port)
-	}
-	slices, err := c.srv.List(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, ref.Namespace)
+	objs, err := c.srv.List(ctx, schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, ref.Namespace)
 	if err != nil {
 		return "", fmt.Errorf("endpoints of service %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	var ready []string
-	for _, o := range slices {
-		es, ok := o.(*discoveryv1.EndpointSlice)
-		if !ok || es.Labels[discoveryv1.LabelServiceName] != ref.Name {
-			continue
-		}
-		target := int32(0)
-		for _, p := range es.Ports {
-			if p.Port != nil && (p.Name == nil && svcPort.Name == "" || p.Name != nil && *p.Name == svcPort.Name) &&
-				(p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP) {
-				target = *p.Port
-			}
-		}
-		if target == 0 {
-			continue
-		}
-		for _, ep := range es.Endpoints {
-			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && len(ep.Addresses) > 0 {
-				ready = append(ready, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(target))))
-			}
+	slices := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		if es, ok := o.(*discoveryv1.EndpointSlice); ok {
+			slices = append(slices, es)
 		}
 	}
-	if len(ready) == 0 {
-		return "", fmt.Errorf("service %s/%s has no ready endpoints for port %d", ref.Namespace, strings.TrimSpace(ref.Name), port)
+	hostPort, err := serviceendpoint.Pick(svc, slices, port)
+	switch {
+	case errors.Is(err, serviceendpoint.ErrNoPort):
+		return "", fmt.Errorf("service %s/%s has no port %d", ref.Namespace, ref.Name, port)
+	case err != nil:
+		return "", fmt.Errorf("service %s/%s has no ready endpoints for port %d", ref.Namespace, ref.Name, port)
 	}
-	return ready[rand.IntN(len(ready))], nil
+	return hostPort, nil
 }

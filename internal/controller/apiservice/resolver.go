@@ -1,18 +1,17 @@
 package apiservice
 
 import (
+	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/url"
-	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+
+	"github.com/kubette/kubette/internal/serviceendpoint"
 )
 
 // Resolver sends an APIService's requests to one ready endpoint of its Service
@@ -30,42 +29,16 @@ func (r Resolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL,
 	if err != nil {
 		return nil, err
 	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return &url.URL{Scheme: "https", Host: net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port)))}, nil
-	}
-	var svcPort *corev1.ServicePort
-	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == port {
-			svcPort = &svc.Spec.Ports[i]
-			break
-		}
-	}
-	if svcPort == nil {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", port, name))
-	}
 	slices, err := r.EndpointSlices.EndpointSlices(namespace).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}))
 	if err != nil {
 		return nil, err
 	}
-	var ready []string
-	for _, es := range slices {
-		target := int32(0)
-		for _, p := range es.Ports {
-			if p.Port != nil && (p.Name == nil && svcPort.Name == "" || p.Name != nil && *p.Name == svcPort.Name) {
-				target = *p.Port
-			}
-		}
-		if target == 0 {
-			continue
-		}
-		for _, ep := range es.Endpoints {
-			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && len(ep.Addresses) > 0 {
-				ready = append(ready, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(target))))
-			}
-		}
-	}
-	if len(ready) == 0 {
+	hostPort, err := serviceendpoint.Pick(svc, slices, port)
+	switch {
+	case errors.Is(err, serviceendpoint.ErrNoPort):
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", port, name))
+	case err != nil:
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
 	}
-	return &url.URL{Scheme: "https", Host: ready[rand.IntN(len(ready))]}, nil
+	return &url.URL{Scheme: "https", Host: hostPort}, nil
 }

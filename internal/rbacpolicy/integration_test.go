@@ -80,9 +80,14 @@ func TestDefaultRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Wait for the aggregation: view may list pods in team.
+	// Wait for the aggregation: view and edit may list pods in team.
 	poll.Until(t, "view aggregated", func() error {
 		_, err := users["view"].CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
+		return err
+	})
+	// edit is aggregated on its own (the controller syncs each ClusterRole apart).
+	poll.Until(t, "edit aggregated", func() error {
+		_, err := users["edit"].CoreV1().Pods("team").List(ctx, metav1.ListOptions{})
 		return err
 	})
 	poll.Until(t, "admin aggregated", func() error {

@@ -4,7 +4,10 @@
 // on the same run (rate and latency), and the latency one local validating webhook
 // (TLS on loopback, reached through an ExternalName Service) adds to ConfigMap creates.
 //
-//	go run ./bench/extend [--objects 2000] [--workers 8]
+//	go run ./bench/extend [--objects 2000] [--workers 8] [--cpuprofile FILE]
+//
+// --cpuprofile writes a CPU profile of the custom-object phase (client and server
+// share the process; the server's part is under internal/).
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,14 +47,15 @@ import (
 func main() {
 	objects := flag.Int("objects", 2000, "objects created per phase")
 	workers := flag.Int("workers", 8, "concurrent creators")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the custom-object phase to this file")
 	flag.Parse()
-	if err := run(*objects, *workers); err != nil {
+	if err := run(*objects, *workers, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "extend bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(objects, workers int) error {
+func run(objects, workers int, cpuProfile string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "kubette-extend-bench-")
@@ -113,10 +118,18 @@ func run(objects, workers int) error {
 	if err := phase("ConfigMap", configMap("cm")); err != nil {
 		return err
 	}
-	if err := phase("custom object (Widget)", func(i int) error {
+	stopProfile, err := startProfile(cpuProfile)
+	if err != nil {
+		return err
+	}
+	err = phase("custom object (Widget)", func(i int) error {
 		_, err := widgets.Create(ctx, widget(fmt.Sprintf("w-%d", i)), metav1.CreateOptions{})
 		return err
-	}); err != nil {
+	})
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
 		return err
 	}
 	calls, err := startWebhook(ctx, kc)
@@ -130,6 +143,26 @@ func run(objects, workers int) error {
 		return fmt.Errorf("the webhook saw %d of %d creates", calls.Load(), objects)
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile into path (nothing when path is empty) and
+// returns the function that stops it and closes the file.
+func startProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // measure creates n objects from workers goroutines and returns the rate and the

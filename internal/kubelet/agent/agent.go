@@ -1,7 +1,7 @@
 // Package agent composes the kubelet's parts into the node agent that `kubette kubelet` and
 // `kubette up` run: the CRI client, the pod workers (internal/kubelet) with their volume and
 // probe managers, node registration with its Lease and status (nodestatus), and the kubelet's
-// HTTPS port for logs, exec, attach and port-forward (server). It reaches the container
+// HTTPS port for logs, exec, attach, port-forward and resource usage (server, stats). It reaches the container
 // runtime only over CRI.
 package agent
 
@@ -34,6 +34,7 @@ import (
 	"github.com/kubette/kubette/internal/kubelet/nodestatus"
 	"github.com/kubette/kubette/internal/kubelet/prober"
 	"github.com/kubette/kubette/internal/kubelet/server"
+	"github.com/kubette/kubette/internal/kubelet/stats"
 	"github.com/kubette/kubette/internal/kubelet/volume"
 )
 
@@ -158,6 +159,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
+	usage, err := stats.New(stats.Config{NodeName: cfg.NodeName, Runtime: rt,
+		Node: stats.CgroupNode("/sys/fs/cgroup", "/proc", cfg.DataDir)})
+	if err != nil {
+		return fmt.Errorf("node agent: %w", err)
+	}
 	srv, err := server.New(server.Config{
 		Addr: net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Port))),
 		TLS: &tls.Config{
@@ -168,6 +174,7 @@ func Run(ctx context.Context, cfg Config) error {
 		},
 		Logs:    kl,
 		Streams: rt,
+		Stats:   usage,
 		Logger:  log.With("part", "server"),
 	})
 	if err != nil {

@@ -220,6 +220,17 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 	return r.Containers, nil
 }
 
+// ListContainerStats lists the stats of the containers matching filter (nil: all).
+func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	ctx, cancel := call(ctx, CallTimeout)
+	defer cancel()
+	r, err := c.runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("CRI ListContainerStats: %w", err)
+	}
+	return r.Stats, nil
+}
+
 // ContainerStatus returns a container's status.
 func (c *Client) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
 	ctx, cancel := call(ctx, CallTimeout)

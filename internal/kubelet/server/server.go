@@ -1,5 +1,6 @@
 // Package server is the kubelet's HTTPS port: /healthz,
 // /containerLogs/{namespace}/{pod}/{container}, which the API server's pods/log proxies to,
+// the resource usage at /metrics/resource and /stats/summary (served by the StatsHandlers),
 // and the streaming endpoints /exec, /attach and /portForward that pods/exec, pods/attach and
 // pods/portforward proxy to. It reads the CRI log files the runtime writes (see ParseLine) and
 // streams them as `kubectl logs` shows them; for a streaming session it asks the runtime (CRI
@@ -45,6 +46,14 @@ var (
 	ErrNoPreviousContainer = errors.New("no previous terminated container")
 )
 
+// StatsHandlers serves the kubelet's resource usage (internal/kubelet/stats.Provider).
+type StatsHandlers interface {
+	// MetricsHandler serves GET /metrics/resource (Prometheus format).
+	MetricsHandler() http.Handler
+	// SummaryHandler serves GET /stats/summary (the stats/v1alpha1 Summary as JSON).
+	SummaryHandler() http.Handler
+}
+
 // Config configures the kubelet's server.
 type Config struct {
 	// Addr is the listen address, e.g. ":10250".
@@ -57,6 +66,8 @@ type Config struct {
 	// Streams serves exec, attach and port-forward through the CRI runtime (nil: those
 	// endpoints answer 501).
 	Streams Streamer
+	// Stats serves /metrics/resource and /stats/summary (nil: those paths answer 404).
+	Stats StatsHandlers
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 	// Now returns the current time (default time.Now); sinceSeconds is relative to it.
@@ -87,6 +98,10 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	s.registerStreams()
+	if cfg.Stats != nil {
+		s.mux.Handle("GET /metrics/resource", cfg.Stats.MetricsHandler())
+		s.mux.Handle("GET /stats/summary", cfg.Stats.SummaryHandler())
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("the server could not find the requested resource %s", r.URL.Path))
 	})

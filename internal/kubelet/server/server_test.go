@@ -357,3 +357,37 @@ func TestTLS(t *testing.T) {
 		t.Errorf("without a client certificate: no error")
 	}
 }
+
+// fakeStats answers each stats path with its own name.
+type fakeStats struct{}
+
+func (fakeStats) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) })
+}
+
+func (fakeStats) SummaryHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("summary")) })
+}
+
+func TestStatsRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		stats      StatsHandlers
+		path, want string
+		code       int
+	}{
+		{fakeStats{}, "/metrics/resource", "metrics", 200},
+		{fakeStats{}, "/stats/summary", "summary", 200},
+		{nil, "/metrics/resource", "", 404},
+		{nil, "/stats/summary", "", 404},
+	} {
+		s, err := New(Config{Logs: &fakeLogs{attempts: map[string][]string{}}, Stats: tc.stats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+		if rec.Code != tc.code || (tc.want != "" && rec.Body.String() != tc.want) {
+			t.Errorf("stats %v GET %s = %d %q, want %d %q", tc.stats != nil, tc.path, rec.Code, rec.Body, tc.code, tc.want)
+		}
+	}
+}

@@ -144,7 +144,7 @@ require (
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/kms v0.37.2 // indirect
 	k8s.io/kube-aggregator v0.37.2 // indirect
-	k8s.io/kubelet v0.37.2 // indirect
+	k8s.io/kubelet v0.37.2
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 )

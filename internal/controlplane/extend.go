@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubette/kubette/internal/apiserver"
 	"github.com/kubette/kubette/internal/apiserver/admission"
+	"github.com/kubette/kubette/internal/apiserver/admission/defaultstorageclass"
 	"github.com/kubette/kubette/internal/apiserver/admission/defaulttolerationseconds"
 	"github.com/kubette/kubette/internal/apiserver/admission/limitranger"
 	"github.com/kubette/kubette/internal/apiserver/admission/noderestriction"
@@ -86,6 +87,7 @@ func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserve
 		{Name: priority.Name, Impl: priority.New(s)},
 		{Name: defaulttolerationseconds.Name, Impl: defaulttolerationseconds.Plugin{}},
 		{Name: runtimeclass.Name, Impl: runtimeclass.New(s)},
+		{Name: defaultstorageclass.Name, Impl: defaultstorageclass.New(s)},
 		// Upstream checks escalation in the RBAC storage, after admission: a validating
 		// plugin (it changes nothing) that only looks at RBAC objects.
 		{Name: rbacescalation.Name, Impl: &rbacescalation.Plugin{Authorizer: d.built.authorizer, Rules: d.built.rbac}},

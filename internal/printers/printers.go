@@ -41,6 +41,10 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		switch gr.Resource {
 		case "pods":
 			return podPrinter(), true
+		case "persistentvolumes":
+			return persistentVolumePrinter(), true
+		case "persistentvolumeclaims":
+			return persistentVolumeClaimPrinter(), true
 		case "nodes":
 			return nodePrinter(), true
 		case "namespaces":
@@ -130,6 +134,17 @@ func For(gr schema.GroupResource) (Printer, bool) {
 	case "apiregistration.k8s.io":
 		if gr.Resource == "apiservices" {
 			return apiServicePrinter(), true
+		}
+	case "storage.k8s.io":
+		switch gr.Resource {
+		case "storageclasses":
+			return storageClassPrinter(), true
+		case "volumeattachments":
+			return volumeAttachmentPrinter(), true
+		case "csinodes":
+			return csiNodePrinter(), true
+		case "csistoragecapacities":
+			return csiStorageCapacityPrinter(), true
 		}
 	case "policy":
 		if gr.Resource == "poddisruptionbudgets" {

@@ -189,6 +189,7 @@ func Builtin() []*Resource {
 	}
 	res = append(res, appsResources()...)
 	res = append(res, batchResources()...)
+	res = append(res, storageResources()...)
 	res = append(res, quotaResources()...)
 	res = append(res, certificatesResources()...)
 	res = append(res, authenticationResources()...)

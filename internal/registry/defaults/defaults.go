@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -42,7 +43,8 @@ import (
 //
 // Supported kinds: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
 // Secret, ReplicationController; apps/v1 Deployment, ReplicaSet, DaemonSet, StatefulSet; batch/v1 Job, CronJob; discovery.k8s.io/v1 EndpointSlice;
-// networking.k8s.io/v1 IngressClass. Every other object (including the kinds
+// networking.k8s.io/v1 IngressClass; core/v1 PersistentVolume and
+// PersistentVolumeClaim, storage.k8s.io/v1 StorageClass and CSIDriver. Every other object (including the kinds
 // that have no upstream defaults, such as ServiceAccount, Event, Ingress, Lease,
 // Scale and Binding) is left untouched. A nil obj is ignored.
 func Apply(obj runtime.Object) {
@@ -110,6 +112,22 @@ func Apply(obj runtime.Object) {
 	case *batchv1.CronJob:
 		if o != nil {
 			setCronJob(o)
+		}
+	case *corev1.PersistentVolume:
+		if o != nil {
+			setPersistentVolume(o)
+		}
+	case *corev1.PersistentVolumeClaim:
+		if o != nil {
+			setPersistentVolumeClaim(o)
+		}
+	case *storagev1.StorageClass:
+		if o != nil {
+			setStorageClass(o)
+		}
+	case *storagev1.CSIDriver:
+		if o != nil {
+			setCSIDriver(o)
 		}
 	case *networkingv1.IngressClass:
 		if o != nil && o.Spec.Parameters != nil && o.Spec.Parameters.Scope == nil {

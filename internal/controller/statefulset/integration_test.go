@@ -356,10 +356,9 @@ func TestScale(t *testing.T) {
 	c.want("web", "web-0:web:1:R web-1:web:1:R")
 }
 
-// TestClaimTemplates gives each pod a volume naming its own claim. The claims are
-// created through the API; kubette does not serve PersistentVolumeClaims yet, so the
-// create is refused and the pod waits, with a FailedCreate event, as upstream does
-// when a claim cannot be made.
+// TestClaimTemplates makes each ordinal's claim from the template (named
+// TEMPLATE-SET-ORDINAL, labelled with the set's selector) before its pod, and gives the
+// pod a volume naming its own claim.
 func TestClaimTemplates(t *testing.T) {
 	c := start(t)
 	set := newSet("db", "db:1", 1)
@@ -370,21 +369,36 @@ func TestClaimTemplates(t *testing.T) {
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}}
-	created := c.create(set)
-	poll.Until(t, "a FailedCreate event for the claim", func() error {
-		evs, err := c.c.CoreV1().Events(ns).List(c.ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(created.UID) + ",reason=FailedCreate"})
-		if err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if strings.Contains(e.Message, "create Claim data-db-0 for Pod db-0 in StatefulSet db failed") {
-				return nil
-			}
-		}
-		return fmt.Errorf("%d events", len(evs.Items))
+	c.create(set)
+	// The claim of each ordinal is made before its pod, and the pod mounts it.
+	var claim *corev1.PersistentVolumeClaim
+	poll.Until(t, "the claim data-db-0", func() error {
+		var err error
+		claim, err = c.c.CoreV1().PersistentVolumeClaims(ns).Get(c.ctx, "data-db-0", metav1.GetOptions{})
+		return err
 	})
-	if got := describe(c.pods("db")); got != "" {
-		t.Errorf("pods %s without their claim", got)
+	for k, v := range set.Spec.Selector.MatchLabels {
+		if claim.Labels[k] != v {
+			t.Errorf("claim labels %v lack the set's selector %s=%s", claim.Labels, k, v)
+		}
+	}
+	if q := claim.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "1Gi" {
+		t.Errorf("claim requests %s, want the template's 1Gi", q.String())
+	}
+	var pod *corev1.Pod
+	poll.Until(t, "the pod db-0", func() error {
+		var err error
+		pod, err = c.c.CoreV1().Pods(ns).Get(c.ctx, "db-0", metav1.GetOptions{})
+		return err
+	})
+	mounted := false
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "data" && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "data-db-0" {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("pod db-0 volumes %+v: no volume data from claim data-db-0", pod.Spec.Volumes)
 	}
 }
 

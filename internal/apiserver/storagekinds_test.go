@@ -150,26 +150,30 @@ func TestStorageKinds(t *testing.T) {
 
 	// Deletion: one by one and by collection; nothing lingers.
 	sel := metav1.ListOptions{LabelSelector: "suite=storage"}
-	for what, del := range map[string]func() error{
-		"pvcs": func() error {
+	// In order: the claim by name first, then the rest of the claims by collection.
+	for _, step := range []struct {
+		what string
+		del  func() error
+	}{
+		{"pvcs", func() error {
 			return c.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "data", metav1.DeleteOptions{})
-		},
-		"pvcs by collection": func() error {
+		}},
+		{"pvcs by collection", func() error {
 			return c.CoreV1().PersistentVolumeClaims("default").DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
-		},
-		"pvs": func() error { return c.CoreV1().PersistentVolumes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel) },
-		"scs": func() error { return c.StorageV1().StorageClasses().DeleteCollection(ctx, metav1.DeleteOptions{}, sel) },
-		"csidrivers": func() error {
+		}},
+		{"pvs", func() error { return c.CoreV1().PersistentVolumes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel) }},
+		{"scs", func() error { return c.StorageV1().StorageClasses().DeleteCollection(ctx, metav1.DeleteOptions{}, sel) }},
+		{"csidrivers", func() error {
 			return c.StorageV1().CSIDrivers().Delete(ctx, "example.csi", metav1.DeleteOptions{})
-		},
-		"csinodes": func() error { return c.StorageV1().CSINodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel) },
-		"capacities": func() error {
+		}},
+		{"csinodes", func() error { return c.StorageV1().CSINodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel) }},
+		{"capacities", func() error {
 			return c.StorageV1().CSIStorageCapacities("default").DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
-		},
-		"attachments": func() error { return c.StorageV1().VolumeAttachments().Delete(ctx, "va", metav1.DeleteOptions{}) },
+		}},
+		{"attachments", func() error { return c.StorageV1().VolumeAttachments().Delete(ctx, "va", metav1.DeleteOptions{}) }},
 	} {
-		if err := del(); err != nil {
-			t.Errorf("deleting %s: %v", what, err)
+		if err := step.del(); err != nil {
+			t.Errorf("deleting %s: %v", step.what, err)
 		}
 	}
 	if l, _ := c.CoreV1().PersistentVolumes().List(ctx, sel); len(l.Items) != 0 {

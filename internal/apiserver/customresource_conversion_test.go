@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/testenv"
@@ -239,12 +240,16 @@ func TestCustomResourceConversionMixedList(t *testing.T) {
 		_, err := v1.Create(ctx, widget("one"), metav1.CreateOptions{})
 		return err
 	})
-	cur, err := ac.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Versions[0].Storage, cur.Spec.Versions[1].Storage = false, true
-	if _, err := ac.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	// The CRD controllers write its status meanwhile: get and update until no conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := ac.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Versions[0].Storage, cur.Spec.Versions[1].Storage = false, true
+		_, err = ac.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// As the conformance test, the second object is written right after the update.

@@ -82,10 +82,24 @@ func (s *Server) toServed(ctx context.Context, r *registry.Resource, obj runtime
 	if r.GroupVersion == r.StorageVersion {
 		return obj, nil
 	}
-	if e, ok := obj.(*corev1.Event); ok && r.GroupVersion.Group == "events.k8s.io" {
-		return registry.EventToV1(e), nil
+	if r.ToServed == nil {
+		return obj, nil
 	}
-	return obj, nil
+	out, err := r.ToServed(obj)
+	if err != nil {
+		return nil, conversionError(r, err)
+	}
+	return out, nil
+}
+
+// conversionError reports a built-in kind's failed conversion as upstream's apiserver
+// does a failed decode into another version: an internal error.
+func conversionError(r *registry.Resource, err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return apierrors.NewInternalError(fmt.Errorf("convert %s: %w", r.Kind, err))
 }
 
 // toServedList is toServed of every item, in one conversion request for a custom
@@ -96,7 +110,11 @@ func (s *Server) toServedList(ctx context.Context, r *registry.Resource, items [
 	}
 	out := make([]runtime.Object, len(items))
 	for i, it := range items {
-		out[i], _ = s.toServed(ctx, r, it)
+		conv, err := s.toServed(ctx, r, it)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = conv
 	}
 	return out, nil
 }
@@ -106,10 +124,14 @@ func (s *Server) toStorage(ctx context.Context, r *registry.Resource, obj runtim
 	if r.Custom != nil {
 		return s.convertCustom(ctx, r, obj, r.StorageVersion.Version)
 	}
-	if e, ok := obj.(*eventsv1.Event); ok {
-		return registry.EventFromV1(e), nil
+	if r.ToStorage == nil {
+		return obj, nil
 	}
-	return obj, nil
+	out, err := r.ToStorage(obj)
+	if err != nil {
+		return nil, conversionError(r, err)
+	}
+	return out, nil
 }
 
 // getFromStorage reads one object (storage version) and its mod revision.

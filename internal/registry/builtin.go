@@ -177,7 +177,7 @@ func Builtin() []*Resource {
 		{
 			GroupVersion: eventsV1, Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", Namespaced: true,
 			ShortNames: []string{"ev"}, StoragePrefix: "/registry/events", StorageVersion: coreV1, AllowCreateOnUpdate: true,
-			ExpiresWithEventTTL: true, NoWatchCache: true,
+			ExpiresWithEventTTL: true, NoWatchCache: true, ToServed: eventToServed, ToStorage: eventToStorage,
 			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
 			Fields: eventFields,
 		},
@@ -201,6 +201,7 @@ func Builtin() []*Resource {
 	res = append(res, webhookConfigurationResources()...)
 	res = append(res, admissionPolicyResources()...)
 	res = append(res, policyResources()...)
+	res = append(res, autoscalingResources()...)
 	res = append(res, nodeResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {

@@ -3,7 +3,25 @@ package registry
 import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
+
+// eventToServed is the events.k8s.io/v1 resource's ToServed: stored core/v1 Events
+// become events.k8s.io/v1 ones.
+func eventToServed(obj runtime.Object) (runtime.Object, error) {
+	if e, ok := obj.(*corev1.Event); ok {
+		return EventToV1(e), nil
+	}
+	return obj, nil
+}
+
+// eventToStorage is the events.k8s.io/v1 resource's ToStorage.
+func eventToStorage(obj runtime.Object) (runtime.Object, error) {
+	if e, ok := obj.(*eventsv1.Event); ok {
+		return EventFromV1(e), nil
+	}
+	return obj, nil
+}
 
 // EventToV1 converts a stored core/v1 Event to its events.k8s.io/v1 form.
 func EventToV1(in *corev1.Event) *eventsv1.Event {

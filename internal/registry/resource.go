@@ -60,6 +60,12 @@ type Resource struct {
 	NoWatchCache bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
+	// ToServed converts a stored object (StorageVersion) to the served version and
+	// ToStorage back; both are set when the two versions differ (events.k8s.io/v1
+	// Events stored as core/v1, autoscaling/v1 HorizontalPodAutoscalers stored as
+	// autoscaling/v2). ToServed's result may share memory with its argument. An error
+	// is an object the other version cannot hold (a malformed round-trip annotation).
+	ToServed, ToStorage func(obj runtime.Object) (runtime.Object, error)
 	// Custom is set on the resources of a CustomResourceDefinition: their objects are
 	// *unstructured.Unstructured, stored and served as JSON (see CustomResources).
 	Custom *Custom

@@ -30,6 +30,8 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -42,7 +44,8 @@ import (
 // Apply sets upstream defaults on obj in place (a no-op for kinds without defaults).
 //
 // Supported kinds: core/v1 Namespace, Pod, Node, Service, Endpoints, ConfigMap,
-// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet, DaemonSet, StatefulSet; batch/v1 Job, CronJob; discovery.k8s.io/v1 EndpointSlice;
+// Secret, ReplicationController; apps/v1 Deployment, ReplicaSet, DaemonSet, StatefulSet; batch/v1 Job, CronJob;
+// autoscaling/v1 and v2 HorizontalPodAutoscaler; discovery.k8s.io/v1 EndpointSlice;
 // networking.k8s.io/v1 IngressClass; core/v1 PersistentVolume and
 // PersistentVolumeClaim, storage.k8s.io/v1 StorageClass and CSIDriver. Every other object (including the kinds
 // that have no upstream defaults, such as ServiceAccount, Event, Ingress, Lease,
@@ -128,6 +131,14 @@ func Apply(obj runtime.Object) {
 	case *storagev1.CSIDriver:
 		if o != nil {
 			setCSIDriver(o)
+		}
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		if o != nil {
+			setHPAV1(o)
+		}
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		if o != nil {
+			setHPAV2(o)
 		}
 	case *networkingv1.IngressClass:
 		if o != nil && o.Spec.Parameters != nil && o.Spec.Parameters.Scope == nil {

@@ -146,6 +146,10 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		case "csistoragecapacities":
 			return csiStorageCapacityPrinter(), true
 		}
+	case "autoscaling":
+		if gr.Resource == "horizontalpodautoscalers" {
+			return hpaPrinter(), true
+		}
 	case "policy":
 		if gr.Resource == "poddisruptionbudgets" {
 			return pdbPrinter(), true

@@ -8,6 +8,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -34,7 +35,7 @@ import (
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	adders := []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, authenticationv1.AddToScheme, autoscalingv1.AddToScheme, batchv1.AddToScheme, certificatesv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, authenticationv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, batchv1.AddToScheme, certificatesv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme,
 		networkingv1.AddToScheme, policyv1.AddToScheme, rbacv1.AddToScheme, authorizationv1.AddToScheme, schedulingv1.AddToScheme,
 		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, admissionregistrationv1.AddToScheme, nodev1.AddToScheme,

@@ -94,7 +94,36 @@ func storageResources() []*Resource {
 			pv.Status.Phase, pv.Status.LastPhaseTransitionTime = corev1.VolumePending, &now
 		}
 	}
+	// A status update that changes the phase stamps the time of the change, unless
+	// the writer set a new time itself; one that keeps the phase keeps the time, as
+	// upstream's status strategy does.
+	res[0].Strategy.Subresources = map[string]SubresourceStrategy{"status": {
+		PrepareForUpdate: volumeStatusUpdate,
+		ValidateUpdate:   res[0].Strategy.ValidateStatusUpdate,
+		Verbs:            []string{"get", "update", "patch"},
+	}}
 	return res
+}
+
+// volumeStatusUpdate is what an update of a PersistentVolume's status writes.
+func volumeStatusUpdate(obj, old runtime.Object) runtime.Object {
+	// What every status update keeps (see Resource.PrepareForStatusUpdate).
+	CopySpec(obj, old)
+	pv, ok1 := obj.(*corev1.PersistentVolume)
+	prev, ok2 := old.(*corev1.PersistentVolume)
+	if !ok1 || !ok2 {
+		return obj
+	}
+	switch {
+	case pv.Status.Phase == prev.Status.Phase && pv.Status.LastPhaseTransitionTime == nil:
+		pv.Status.LastPhaseTransitionTime = prev.Status.LastPhaseTransitionTime
+	case pv.Status.Phase != prev.Status.Phase && (pv.Status.LastPhaseTransitionTime == nil ||
+		pv.Status.LastPhaseTransitionTime.Equal(prev.Status.LastPhaseTransitionTime)):
+		now := metav1.Now()
+		pv.Status.LastPhaseTransitionTime = &now
+	}
+	pv.Labels, pv.OwnerReferences = prev.Labels, prev.OwnerReferences
+	return pv
 }
 
 // storageStrategy is a storage kind's strategy: upstream's defaults, and its create,

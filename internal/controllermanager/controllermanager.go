@@ -21,6 +21,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/garbagecollector"
 	"github.com/kubette/kubette/internal/controller/job"
 	"github.com/kubette/kubette/internal/controller/namespace"
+	"github.com/kubette/kubette/internal/controller/persistentvolume"
 	"github.com/kubette/kubette/internal/controller/replicaset"
 	"github.com/kubette/kubette/internal/controller/replication"
 	"github.com/kubette/kubette/internal/controller/resourcequota"
@@ -60,6 +61,7 @@ func Controllers() map[string]controller.Constructor {
 		daemonset.Name:             daemonset.New,
 		statefulset.Name:           statefulset.New,
 		admissionpolicystatus.Name: admissionpolicystatus.New,
+		persistentvolume.Name:      persistentvolume.New,
 	}
 }
 
@@ -100,5 +102,6 @@ func ClientNames() map[string]string {
 		daemonset.Name:              daemonset.ClientName,
 		statefulset.Name:            statefulset.ClientName,
 		admissionpolicystatus.Name:  "validatingadmissionpolicy-status-controller",
+		persistentvolume.Name:       persistentvolume.ClientName,
 	}
 }

@@ -3,6 +3,7 @@ package persistentvolume
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -179,6 +180,7 @@ func (c *Controller) eventForDelayedClaim(claim *corev1.PersistentVolumeClaim) e
 			waiting = append(waiting, p.Name)
 		}
 	}
+	sort.Strings(waiting)
 	switch len(waiting) {
 	case 0:
 		c.recorder.Event(claim, corev1.EventTypeNormal, reasonWaitForFirstConsumer, msgWaitFirstConsumer)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 
@@ -25,6 +26,11 @@ import (
 type Deps struct {
 	// Client is a typed clientset of the controller manager (high client-side limits).
 	Client kubernetes.Interface
+	// Config is the configuration Client was built from (the controller's identity and
+	// User-Agent, the same limits, JSON bodies), for the clients a clientset does not
+	// hold: the scale subresource of any kind, the metrics APIs. Shared: copy it
+	// (rest.CopyConfig) before changing it. Nil in unit tests.
+	Config *rest.Config
 	// Informers is the shared informer factory for typed resources.
 	Informers informers.SharedInformerFactory
 	// Metadata is a metadata-only client for any resource (garbage collector, namespace deleter).

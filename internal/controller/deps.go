@@ -50,6 +50,7 @@ func NewDeps(cfg *rest.Config, userAgent string) (Deps, *Starter, error) {
 	broadcaster := record.NewBroadcaster()
 	d := Deps{
 		Client:            client,
+		Config:            c,
 		Informers:         informers.NewSharedInformerFactory(client, 0),
 		Metadata:          md,
 		MetadataInformers: metadatainformer.NewSharedInformerFactory(md, 0),

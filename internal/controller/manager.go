@@ -204,7 +204,7 @@ func runControllers(ctx context.Context, o ManagerOptions, names []string) error
 			return fmt.Errorf("clients of controller %s: %w", n, err)
 		}
 		d := shared
-		d.Client, d.Metadata, d.Recorder = own.Client, own.Metadata, own.Recorder
+		d.Client, d.Config, d.Metadata, d.Recorder = own.Client, own.Config, own.Metadata, own.Recorder
 		starters = append(starters, ownStarter)
 		r, err := o.Controllers[n](d)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubette/kubette/internal/controller/job"
 	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/persistentvolume"
+	"github.com/kubette/kubette/internal/controller/podautoscaler"
 	"github.com/kubette/kubette/internal/controller/replicaset"
 	"github.com/kubette/kubette/internal/controller/replication"
 	"github.com/kubette/kubette/internal/controller/resourcequota"
@@ -62,6 +63,7 @@ func Controllers() map[string]controller.Constructor {
 		statefulset.Name:           statefulset.New,
 		admissionpolicystatus.Name: admissionpolicystatus.New,
 		persistentvolume.Name:      persistentvolume.New,
+		podautoscaler.Name:         podautoscaler.New,
 	}
 }
 
@@ -103,5 +105,6 @@ func ClientNames() map[string]string {
 		statefulset.Name:            statefulset.ClientName,
 		admissionpolicystatus.Name:  "validatingadmissionpolicy-status-controller",
 		persistentvolume.Name:       persistentvolume.ClientName,
+		podautoscaler.Name:          podautoscaler.ClientName,
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -302,13 +301,4 @@ func hpaFor(name string, minReplicas, maxReplicas int32, metrics ...autoscalingv
 func cpuUtilization(percent int32) autoscalingv2.MetricSpec {
 	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
 		Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &percent}}}
-}
-
-// names joins pod names for messages.
-func names(pods ...*corev1.Pod) string {
-	var n []string
-	for _, p := range pods {
-		n = append(n, p.Name)
-	}
-	return strings.Join(n, ",")
 }

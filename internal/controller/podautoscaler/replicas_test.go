@@ -120,7 +120,9 @@ func TestCPUUnready(t *testing.T) {
 		{"starting, not ready", pod("p", 1, startedAt(t0.Add(-time.Minute)), notReady(t0.Add(-time.Minute))), true},
 		{"starting, ready for a whole window", pod("p", 1, startedAt(t0.Add(-2*time.Minute))), false},
 		{"starting, ready less than a window ago", pod("p", 1, startedAt(t0.Add(-2*time.Minute)),
-			func(p *corev1.Pod) { p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-10 * time.Second)) }), true},
+			func(p *corev1.Pod) {
+				p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-10 * time.Second))
+			}), true},
 		{"after initialization, never ready", pod("p", 1, notReady(t0.Add(-10*time.Minute+10*time.Second))), true},
 		{"after initialization, was ready", pod("p", 1, notReady(t0.Add(-time.Minute))), false},
 	} {

@@ -89,7 +89,7 @@ func (m *fakeMetrics) ExternalMetric(_ context.Context, _, metric string, _ labe
 // fixture is a controller over a fake clientset (the autoscalers), listers filled by
 // hand, a fake scale client holding one Deployment's scale, fake metrics and a fake clock.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	clock   *clocktesting.FakeClock
 	kube    *fake.Clientset
 	scales  *scalefake.FakeScaleClient
@@ -100,7 +100,7 @@ type fixture struct {
 	c       *Controller
 }
 
-func newFixture(t *testing.T, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
+func newFixture(t testing.TB, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
 	t.Helper()
 	objs := make([]runtime.Object, len(hpas))
 	for i, h := range hpas {

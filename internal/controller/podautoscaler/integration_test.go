@@ -264,9 +264,9 @@ func TestScalesDeployment(t *testing.T) {
 	}
 }
 
-// With the metrics APIs themselves (none is served in this environment): the
-// autoscaler reports what the API server answers, in upstream's words, for a
-// resource metric and for a pods metric, and nothing is scaled.
+// With the metrics APIs themselves (no pod has resource metrics here, and no custom
+// metrics API is served): the autoscaler reports what the API server answers, in
+// upstream's words, for a resource metric and for a pods metric, and nothing is scaled.
 func TestWithoutMetricsAPIs(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -293,7 +293,7 @@ func TestWithoutMetricsAPIs(t *testing.T) {
 	})
 	f := h.Status.Conditions[1]
 	if f.Reason != "FailedGetResourceMetric" || !strings.HasPrefix(f.Message,
-		"the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: ") {
+		"the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: ") {
 		t.Fatalf("condition %s: %s", f.Reason, f.Message)
 	}
 	t.Logf("resource metric: %s", f.Message)

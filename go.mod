@@ -56,6 +56,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require k8s.io/metrics v0.37.2 // indirect
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect

@@ -203,6 +203,8 @@ func Builtin() []*Resource {
 	res = append(res, policyResources()...)
 	res = append(res, autoscalingResources()...)
 	res = append(res, nodeResources()...)
+	// Last, as metrics-server's APIService has the lowest group priority (100).
+	res = append(res, metricsResources()...)
 	for _, r := range res {
 		if r.StorageVersion.Empty() {
 			r.StorageVersion = r.GroupVersion

@@ -60,6 +60,9 @@ type Resource struct {
 	NoWatchCache bool
 	// Virtual resources are computed per request and never stored (SelfSubjectReview).
 	Virtual bool
+	// Read serves get and list of a virtual resource (metrics.k8s.io's): set by the API
+	// server, before it serves, to the Reader it was given; nil answers 503.
+	Read Reader
 	// ToServed converts a stored object (StorageVersion) to the served version and
 	// ToStorage back; both are set when the two versions differ (events.k8s.io/v1
 	// Events stored as core/v1, autoscaling/v1 HorizontalPodAutoscalers stored as

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
 // NewScheme returns a scheme holding every API type the server serves, plus the
@@ -39,7 +40,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme,
 		networkingv1.AddToScheme, policyv1.AddToScheme, rbacv1.AddToScheme, authorizationv1.AddToScheme, schedulingv1.AddToScheme,
 		flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, admissionregistrationv1.AddToScheme, nodev1.AddToScheme,
-		apiregistrationv1.AddToScheme, storagev1.AddToScheme,
+		apiregistrationv1.AddToScheme, storagev1.AddToScheme, metricsv1beta1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {

@@ -89,6 +89,10 @@ func (s *Server) filterFor(ctx context.Context, r *registry.Resource, ls labels.
 func (s *Server) handleGet(w http.ResponseWriter, req *http.Request, ri *requestInfo) {
 	ctx := req.Context()
 	q := req.URL.Query()
+	if ri.res.Virtual {
+		s.handleVirtualGet(w, req, ri)
+		return
+	}
 	var obj runtime.Object
 	if c := s.cacheFor(ri.res); c != nil && q.Get("resourceVersion") == "0" {
 		cached, _, ok, err := c.Get(ctx, ri.res.Key(ri.namespace, ri.name))
@@ -219,6 +223,10 @@ func (s *Server) handleList(w http.ResponseWriter, req *http.Request, ri *reques
 		s.writeError(w, req, err)
 		return
 	}
+	if ri.res.Virtual {
+		s.handleVirtualList(w, req, ri, ls, fs)
+		return
+	}
 	filter := s.filterFor(ctx, ri.res, ls, fs)
 	prefix := ri.res.Prefix(ri.namespace)
 	rvParam, cont := q.Get("resourceVersion"), q.Get("continue")
@@ -314,7 +322,10 @@ func (s *Server) listFromStorage(ctx context.Context, r *registry.Resource, pref
 
 // respondList writes a list, Table or PartialObjectMetadataList as the client asked.
 func (s *Server) respondList(w http.ResponseWriter, req *http.Request, r *registry.Resource, items []runtime.Object, rev int64, cont string, remaining int64) {
-	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10), Continue: cont}
+	lm := metav1.ListMeta{Continue: cont}
+	if rev > 0 { // computed objects (virtual resources) have no revision
+		lm.ResourceVersion = strconv.FormatInt(rev, 10)
+	}
 	if remaining > 0 {
 		lm.RemainingItemCount = &remaining
 	}

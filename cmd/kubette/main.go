@@ -26,6 +26,7 @@ import (
 	"github.com/kubette/kubette/internal/controlplane"
 	"github.com/kubette/kubette/internal/hostcheck"
 	"github.com/kubette/kubette/internal/logging"
+	"github.com/kubette/kubette/internal/metrics/scraper"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/proxy"
 	"github.com/kubette/kubette/internal/runtime"
@@ -72,7 +73,7 @@ type controlPlaneFlags struct {
 	serviceIPRange, nodePortRange                               string
 	port, traceCapacity, gcPercent                              int
 	controllers, componentsOverTLS, anonymousAuth               bool
-	eventTTL                                                    time.Duration
+	eventTTL, metricResolution                                  time.Duration
 	saIssuer, saJWKSURI                                         string
 	saMaxTokenExpiration                                        time.Duration
 	disableAdmissionPlugins                                     []string
@@ -159,6 +160,7 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.saJWKSURI, "service-account-jwks-uri", "", "jwks_uri of the OIDC discovery document (default: https://ADVERTISE-ADDRESS:PORT/openid/v1/jwks)")
 	cmd.Flags().DurationVar(&f.saMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest lifetime of a requested ServiceAccount token (0: no limit beyond 2^32 seconds)")
 	cmd.Flags().StringSliceVar(&f.disableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to turn off, comma-separated (e.g. ServiceAccount for an API server without the controller manager, which creates each namespace's default ServiceAccount)")
+	cmd.Flags().DurationVar(&f.metricResolution, "metric-resolution", scraper.DefaultResolution, "how often the resource metrics API (metrics.k8s.io, kubectl top) scrapes the kubelets, as metrics-server's --metric-resolution; usage is the CPU rate between the last two scrapes")
 	f.audit.register(cmd)
 	cmd.Flags().IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, "Go garbage collector target (as GOGC): heap growth in percent over the live heap before a collection; higher spends less CPU on collection and more memory; negative turns collection off. Without the flag, a GOGC environment variable wins")
 }
@@ -190,6 +192,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 			TraceCapacity: f.traceCapacity, ComponentsOverTLS: f.componentsOverTLS, EventTTL: f.eventTTL,
 			ServiceAccountIssuer: f.saIssuer, ServiceAccountJWKSURI: f.saJWKSURI, ServiceAccountMaxTokenExpiration: f.saMaxTokenExpiration,
 			DisableAdmissionPlugins: f.disableAdmissionPlugins,
+			MetricResolution:        f.metricResolution,
 			Audit:                   f.audit.config(),
 			Logger:                  logger,
 		},
@@ -202,6 +205,9 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	}
 	if f.traceCapacity <= 0 {
 		cfg.TraceCapacity = -1 // off
+	}
+	if f.metricResolution <= 0 {
+		return cluster.Config{}, fmt.Errorf("--metric-resolution: %v is not positive", f.metricResolution)
 	}
 	if f.eventTTL < 0 {
 		return cluster.Config{}, fmt.Errorf("--event-ttl: %v is negative", f.eventTTL)

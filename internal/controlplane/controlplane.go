@@ -31,6 +31,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/servicealloc"
 	"github.com/kubette/kubette/internal/inprocess"
 	"github.com/kubette/kubette/internal/logging"
+	"github.com/kubette/kubette/internal/metrics/scraper"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/storage"
 	"github.com/kubette/kubette/internal/storage/etcd"
@@ -113,6 +114,12 @@ type Config struct {
 	// FlowControlSeats is the number of requests API Priority and Fairness lets execute
 	// at once (apiserver.Config.FlowControlSeats: 0 is upstream's 600, negative is off).
 	FlowControlSeats int
+	// MetricResolution is how often the resource metrics API scrapes the kubelets
+	// (metrics-server's --metric-resolution; 0: 15s).
+	MetricResolution time.Duration
+	// MetricsSource, when set, is where the scraper reads each node's resource metrics
+	// instead of its kubelet (tests).
+	MetricsSource scraper.Source
 }
 
 // kubernetesServiceInterval is how often the kubernetes Service and its endpoints are
@@ -368,6 +375,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		sr.stop()
 		return nil, err
 	}
+	go deps.built.metrics.Run(ctx)
 	if advertise, err := advertiseAddress(cfg); err != nil {
 		cfg.Logger.Warn("no address to advertise: the kubernetes Service has no endpoints", "err", err)
 		if err := srv.EnsureKubernetesService(readyCtx, netip.Addr{}, cfg.Port); err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/authorizer/review"
 	"github.com/kubette/kubette/internal/apiserver/filters"
 	"github.com/kubette/kubette/internal/eviction"
+	"github.com/kubette/kubette/internal/metrics/scraper"
 	"github.com/kubette/kubette/internal/pki"
 	"github.com/kubette/kubette/internal/rbacpolicy"
 )
@@ -53,6 +54,8 @@ type extensionDeps struct {
 type built struct {
 	rbac  *rbac.Authorizer
 	authz authorizer.Authorizer
+	// metrics is the resource metrics scraper, run once the server is ready.
+	metrics *scraper.Scraper
 }
 
 // authorizer returns the server's whole authorizer once authorizers has built it.
@@ -69,6 +72,10 @@ func (b *built) authorizer() authorizer.Authorizer {
 // DefaultTolerationSeconds, ... and ResourceQuota last.
 func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserver.ActionKey]apiserver.Action, error) {
 	d.built.rbac = rbac.New(s)
+	var err error
+	if d.built.metrics, err = metricsAPI(d.cfg, s); err != nil {
+		return nil, nil, err
+	}
 	major, _ := strconv.Atoi(Version.Major)
 	minor, _ := strconv.Atoi(strings.TrimSuffix(Version.Minor, "+"))
 	psa, err := podsecurity.New(s, nil, major, minor)

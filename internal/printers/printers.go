@@ -158,6 +158,13 @@ func For(gr schema.GroupResource) (Printer, bool) {
 		if gr.Resource == "runtimeclasses" {
 			return runtimeClassPrinter(), true
 		}
+	case "metrics.k8s.io":
+		switch gr.Resource {
+		case "nodes":
+			return nodeMetricsPrinter(), true
+		case "pods":
+			return podMetricsPrinter(), true
+		}
 	case "rbac.authorization.k8s.io":
 		switch gr.Resource {
 		case "roles", "clusterroles":

@@ -156,3 +156,24 @@ func TestDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsReader: metrics-server's aggregated role is in the default policy, read-only
+// on metrics.k8s.io nodes and pods and aggregated into view, edit and admin.
+func TestMetricsReader(t *testing.T) {
+	for _, c := range Default().ClusterRoles {
+		if c.Name != MetricsReaderRole {
+			continue
+		}
+		for _, to := range []string{"view", "edit", "admin"} {
+			if c.Labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
+				t.Errorf("not aggregated to %s: %v", to, c.Labels)
+			}
+		}
+		want := []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods", "nodes"}}}
+		if !reflect.DeepEqual(c.Rules, want) {
+			t.Errorf("rules = %+v, want %+v", c.Rules, want)
+		}
+		return
+	}
+	t.Errorf("no %s", MetricsReaderRole)
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
 	"github.com/kubette/kubette/internal/controlplane"
+	"github.com/kubette/kubette/internal/metrics/scraper"
 	"github.com/kubette/kubette/internal/pki"
 )
 
@@ -30,6 +31,10 @@ type Options struct {
 	ServiceAccountAdmission bool
 	// Audit configures the API server's audit log.
 	Audit controlplane.AuditConfig
+	// MetricsSource, when set, is where the resource metrics scraper reads each node's
+	// /metrics/resource (a fake kubelet); MetricResolution how often (0: 15s).
+	MetricsSource    scraper.Source
+	MetricResolution time.Duration
 }
 
 // Env is a running control plane.
@@ -79,6 +84,8 @@ func Start(t testing.TB, opts Options) *Env {
 		Logger:                  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		DisableAdmissionPlugins: disabledPlugins(opts),
 		Audit:                   opts.Audit,
+		MetricsSource:           opts.MetricsSource,
+		MetricResolution:        opts.MetricResolution,
 	})
 	if err != nil {
 		cancel()

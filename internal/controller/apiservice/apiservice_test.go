@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"testing"
 
@@ -109,5 +110,49 @@ func TestRegistrarSync(t *testing.T) {
 	want := []string{"add v1.wardle.example.com", "remove v1.gone.example.com", "add v1.wardle.example.com"}
 	if !reflect.DeepEqual(h.calls, want) {
 		t.Errorf("calls %q, want %q", h.calls, want)
+	}
+}
+
+// TestReplaceableLocal: the metrics.k8s.io APIService is made local at start unless a
+// user's APIService of that name points at a Service (metrics-server installed), which
+// is left alone; the other built-in ones are always synced at start.
+func TestReplaceableLocal(t *testing.T) {
+	metrics := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	if !ReplaceableByExtension(metrics) || ReplaceableByExtension(schema.GroupVersion{Group: "apps", Version: "v1"}) {
+		t.Fatal("only metrics.k8s.io/v1beta1 is replaceable")
+	}
+	if s := BuiltinAPIService(metrics); s == nil || priorityString(s) != "100/100" {
+		t.Fatalf("v1beta1.metrics.k8s.io = %+v, want metrics-server's 100/100", s)
+	}
+	for name, cur := range map[string]*apiregistrationv1.APIService{
+		"missing": nil,
+		"local":   {ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"}},
+		"user's": {ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"}, Spec: apiregistrationv1.APIServiceSpec{
+			Service: &apiregistrationv1.ServiceReference{Namespace: "kube-system", Name: "metrics-server"}}},
+	} {
+		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		if cur != nil {
+			if err := idx.Add(cur); err != nil {
+				t.Fatal(err)
+			}
+		}
+		auto := &fakeAuto{}
+		c := &Local{auto: auto, apiServices: apiregistrationlisters.NewAPIServiceLister(idx), log: slog.New(slog.DiscardHandler)}
+		for _, gv := range []schema.GroupVersion{{Group: "apps", Version: "v1"}, metrics} {
+			s := BuiltinAPIService(gv)
+			if ReplaceableByExtension(gv) {
+				c.replaceable = append(c.replaceable, s)
+			} else {
+				auto.AddAPIServiceToSyncOnStart(s)
+			}
+		}
+		c.registerReplaceable()
+		want := []string{"onstart v1.apps", "onstart v1beta1.metrics.k8s.io"}
+		if name == "user's" {
+			want = want[:1]
+		}
+		if !reflect.DeepEqual(auto.calls, want) {
+			t.Errorf("%s: calls %q, want %q", name, auto.calls, want)
+		}
 	}
 }

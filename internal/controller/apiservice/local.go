@@ -26,6 +26,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 	apiregistrationinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions/apiregistration/v1"
+	apiregistrationlisters "k8s.io/kube-aggregator/pkg/client/listers/apiregistration/v1"
 	"k8s.io/kube-aggregator/pkg/controllers/autoregister"
 
 	"github.com/kubette/kubette/internal/controller/worker"
@@ -51,10 +52,14 @@ type Local struct {
 		Registration
 		Run(workers int, stopCh <-chan struct{})
 	}
-	crds   apiextensionslisters.CustomResourceDefinitionLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
-	log    *slog.Logger
+	crds        apiextensionslisters.CustomResourceDefinitionLister
+	apiServices apiregistrationlisters.APIServiceLister
+	// replaceable are the local APIServices of built-in group-versions that a user may
+	// point at an extension server for good (see ReplaceableByExtension).
+	replaceable []*apiregistrationv1.APIService
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	log         *slog.Logger
 }
 
 // NewLocal builds the controller: builtin are the built-in group-versions the server
@@ -70,12 +75,17 @@ func NewLocal(client apiregistrationclient.APIServicesGetter, apiServices apireg
 	}
 	c := &Local{
 		auto: autoregister.NewAutoRegisterController(apiServices, client),
-		crds: crds.Lister(), log: log.With("controller", LocalName),
+		crds: crds.Lister(), apiServices: apiServices.Lister(), log: log.With("controller", LocalName),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd_autoregistration"}),
 	}
 	for _, gv := range builtin {
-		if s := BuiltinAPIService(gv); s != nil {
+		s := BuiltinAPIService(gv)
+		switch {
+		case s == nil:
+		case ReplaceableByExtension(gv):
+			c.replaceable = append(c.replaceable, s) // decided once the APIServices are known
+		default:
 			c.auto.AddAPIServiceToSyncOnStart(s)
 		}
 	}
@@ -96,7 +106,7 @@ func NewLocal(client apiregistrationclient.APIServicesGetter, apiServices apireg
 	if err != nil {
 		return nil, fmt.Errorf("apiservice autoregistration: event handler: %w", err)
 	}
-	c.synced = []cache.InformerSynced{h.HasSynced}
+	c.synced = []cache.InformerSynced{h.HasSynced, apiServices.Informer().HasSynced}
 	return c, nil
 }
 
@@ -126,12 +136,31 @@ func (c *Local) Run(ctx context.Context, workers int) {
 	worker.Run(ctx, c.queue, worker.Options{
 		Name: LocalName, Workers: workers, Synced: c.synced, Sync: c.Sync, Log: c.log,
 		AfterSync: func() {
+			c.registerReplaceable()
 			if err := c.syncAll(); err != nil {
 				c.log.Warn("register the custom resources' APIServices", "err", err)
 			}
 			go c.auto.Run(workers, ctx.Done())
 		},
 	})
+}
+
+// registerReplaceable hands the replaceable local APIServices to autoregister (once,
+// at start, as the other built-in ones), except those whose current APIService names a
+// Service: a user installed an extension server for that group-version (metrics-server
+// for metrics.k8s.io), which the aggregator proxies to, and its APIService is never
+// turned back into the local one. Deleting it makes the group-version local again: at
+// once in serving, and its local APIService is created at the next start.
+func (c *Local) registerReplaceable() {
+	for _, s := range c.replaceable {
+		cur, err := c.apiServices.Get(s.Name)
+		if err == nil && cur.Spec.Service != nil {
+			c.log.Info("a user's APIService serves this group-version: left as it is", "apiservice", s.Name,
+				"service", cur.Spec.Service.Namespace+"/"+cur.Spec.Service.Name)
+			continue
+		}
+		c.auto.AddAPIServiceToSyncOnStart(s)
+	}
 }
 
 // syncAll registers every served group-version of every definition in the cache.

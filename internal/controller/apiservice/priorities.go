@@ -32,7 +32,22 @@ var builtinPriorities = map[schema.GroupVersion]Priority{
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}:    {16100, 21},
 	{Group: "internal.apiserver.k8s.io", Version: "v1alpha1"}: {16000, 9},
 	{Group: "storagemigration.k8s.io", Version: "v1beta1"}:    {15800, 9},
+	// Not kube-apiserver's: the priorities of metrics-server's APIService, whose API
+	// kubette serves itself (see ReplaceableByExtension).
+	{Group: "metrics.k8s.io", Version: "v1beta1"}: {100, 100},
 }
+
+// replaceable are the built-in group-versions that upstream serves through an
+// extension API server and kubette serves itself as a stand-in.
+var replaceable = map[schema.GroupVersion]bool{
+	{Group: "metrics.k8s.io", Version: "v1beta1"}: true, // metrics-server's resource metrics API
+}
+
+// ReplaceableByExtension reports whether gv is served locally only until a user
+// points its APIService at an extension server (installs upstream's metrics-server
+// for metrics.k8s.io/v1beta1): such an APIService is the user's from then on, never
+// repaired at start as the other built-in ones are.
+func ReplaceableByExtension(gv schema.GroupVersion) bool { return replaceable[gv] }
 
 // BuiltinPriority returns upstream's priority of a built-in group-version.
 func BuiltinPriority(gv schema.GroupVersion) (Priority, bool) {

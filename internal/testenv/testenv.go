@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +36,9 @@ type Options struct {
 	// /metrics/resource (a fake kubelet); MetricResolution how often (0: 15s).
 	MetricsSource    scraper.Source
 	MetricResolution time.Duration
+	// DataDir holds etcd's data and the certificates (default t.TempDir()): a test that
+	// restarts the control plane (Env.Stop, then Start again) passes the same one.
+	DataDir string
 }
 
 // Env is a running control plane.
@@ -46,8 +50,13 @@ type Env struct {
 	// Kubeconfig is the admin kubeconfig path.
 	Kubeconfig string
 
-	cp *controlplane.ControlPlane
+	cp   *controlplane.ControlPlane
+	stop func()
 }
+
+// Stop stops the control plane and waits for it, failing the test if it stopped with
+// an error; the end of the test stops it otherwise. Stopping twice is stopping once.
+func (e *Env) Stop() { e.stop() }
 
 // ComponentConfig is the client configuration of a component running in the test's
 // process as user (e.g. system:kube-controller-manager): in-process, as `kubette up`
@@ -78,8 +87,12 @@ func Start(t testing.TB, opts Options) *Env {
 		cancel()
 		t.Fatalf("listen: %v", err)
 	}
+	dir := opts.DataDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir: t.TempDir(), Listener: ln, UnsafeNoFsync: true,
+		DataDir: dir, Listener: ln, UnsafeNoFsync: true,
 		MaxWatchTimeout:         opts.MaxWatchTimeout,
 		Logger:                  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		DisableAdmissionPlugins: disabledPlugins(opts),
@@ -92,12 +105,16 @@ func Start(t testing.TB, opts Options) *Env {
 		_ = ln.Close()
 		t.Fatalf("start control plane: %v", err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if err := cp.Wait(); err != nil {
-			t.Errorf("control plane stopped with: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := cp.Wait(); err != nil {
+				t.Errorf("control plane stopped with: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
 	if err != nil {
 		t.Fatalf("load kubeconfig: %v", err)
@@ -107,7 +124,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
-	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig, cp: cp}
+	return &Env{Config: cfg, Client: client, Kubeconfig: cp.Kubeconfig, cp: cp, stop: stop}
 }
 
 // disabledPlugins are the admission plugins the environment leaves out.

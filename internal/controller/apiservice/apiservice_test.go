@@ -21,7 +21,11 @@ import (
 type fakeAuto struct{ calls []string }
 
 func (f *fakeAuto) AddAPIServiceToSyncOnStart(in *apiregistrationv1.APIService) {
-	f.calls = append(f.calls, "onstart "+in.Name)
+	call := "onstart " + in.Name
+	if in.Spec.Service != nil {
+		call += " " + in.Spec.Service.Namespace + "/" + in.Spec.Service.Name
+	}
+	f.calls = append(f.calls, call)
 }
 
 func (f *fakeAuto) AddAPIServiceToSync(in *apiregistrationv1.APIService) {
@@ -114,8 +118,8 @@ func TestRegistrarSync(t *testing.T) {
 }
 
 // TestReplaceableLocal: the metrics.k8s.io APIService is made local at start unless a
-// user's APIService of that name points at a Service (metrics-server installed), which
-// is left alone; the other built-in ones are always synced at start.
+// user's APIService of that name points at a Service (metrics-server installed), whose
+// spec is then what autoregister keeps; the other built-in ones are always local.
 func TestReplaceableLocal(t *testing.T) {
 	metrics := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
 	if !ReplaceableByExtension(metrics) || ReplaceableByExtension(schema.GroupVersion{Group: "apps", Version: "v1"}) {
@@ -149,7 +153,7 @@ func TestReplaceableLocal(t *testing.T) {
 		c.registerReplaceable()
 		want := []string{"onstart v1.apps", "onstart v1beta1.metrics.k8s.io"}
 		if name == "user's" {
-			want = want[:1]
+			want[1] += " kube-system/metrics-server" // the user's spec: nothing to change
 		}
 		if !reflect.DeepEqual(auto.calls, want) {
 			t.Errorf("%s: calls %q, want %q", name, auto.calls, want)

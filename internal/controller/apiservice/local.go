@@ -146,18 +146,22 @@ func (c *Local) Run(ctx context.Context, workers int) {
 }
 
 // registerReplaceable hands the replaceable local APIServices to autoregister (once,
-// at start, as the other built-in ones), except those whose current APIService names a
-// Service: a user installed an extension server for that group-version (metrics-server
-// for metrics.k8s.io), which the aggregator proxies to, and its APIService is never
-// turned back into the local one. Deleting it makes the group-version local again: at
-// once in serving, and its local APIService is created at the next start.
+// at start, as the other built-in ones). One whose current APIService names a Service
+// is the user's: an extension server for that group-version was installed
+// (metrics-server for metrics.k8s.io), which the aggregator proxies to. Autoregister
+// is then given the user's own spec, so that it neither turns the APIService back into
+// the local one nor, should it still carry the automanaged label (kubectl apply over
+// kubette's object keeps it), deletes it as one it does not want. Deleting it makes
+// the group-version local again: at once in serving, and its local APIService is
+// created at the next start.
 func (c *Local) registerReplaceable() {
 	for _, s := range c.replaceable {
 		cur, err := c.apiServices.Get(s.Name)
 		if err == nil && cur.Spec.Service != nil {
 			c.log.Info("a user's APIService serves this group-version: left as it is", "apiservice", s.Name,
 				"service", cur.Spec.Service.Namespace+"/"+cur.Spec.Service.Name)
-			continue
+			s = s.DeepCopy()
+			cur.Spec.DeepCopyInto(&s.Spec)
 		}
 		c.auto.AddAPIServiceToSyncOnStart(s)
 	}

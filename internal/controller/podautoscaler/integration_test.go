@@ -264,60 +264,6 @@ func TestScalesDeployment(t *testing.T) {
 	}
 }
 
-// With the metrics APIs themselves (no pod has resource metrics here, and no custom
-// metrics API is served): the autoscaler reports what the API server answers, in
-// upstream's words, for a resource metric and for a pods metric, and nothing is scaled.
-func TestWithoutMetricsAPIs(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
-	ctx := context.Background()
-	c := env.Client
-	deployment(t, c, "default", 2)
-	startController(t, env, nil)
-	hpa := cpuHPA("default", 50)
-	hpa.Spec.Metrics = append(hpa.Spec.Metrics, autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType,
-		Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "packets"},
-			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("10"))}}})
-	if _, err := c.AutoscalingV2().HorizontalPodAutoscalers("default").Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var h *autoscalingv2.HorizontalPodAutoscaler
-	poll.Until(t, "ScalingActive False", func() error {
-		var err error
-		if h, err = c.AutoscalingV2().HorizontalPodAutoscalers("default").Get(ctx, "web", metav1.GetOptions{}); err != nil {
-			return err
-		}
-		if len(h.Status.Conditions) < 2 || h.Status.Conditions[1].Status != corev1.ConditionFalse {
-			return fmt.Errorf("conditions %q", conditionsOf(h))
-		}
-		return nil
-	})
-	f := h.Status.Conditions[1]
-	if f.Reason != "FailedGetResourceMetric" || !strings.HasPrefix(f.Message,
-		"the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: ") {
-		t.Fatalf("condition %s: %s", f.Reason, f.Message)
-	}
-	t.Logf("resource metric: %s", f.Message)
-	poll.Until(t, "the FailedGetPodsMetric event", func() error {
-		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=FailedGetPodsMetric"})
-		if err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.Message == "unable to get metric packets: unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered" {
-				return nil
-			}
-		}
-		return fmt.Errorf("events %+v", evs.Items)
-	})
-	if h.Status.CurrentReplicas != 2 || len(h.Status.CurrentMetrics) != 2 {
-		t.Fatalf("status %+v", h.Status)
-	}
-	s, err := c.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil || s.Spec.Replicas != 2 {
-		t.Fatalf("scale %v, %v", s, err)
-	}
-}
-
 // Any kind with a scale subresource is a target: a custom resource whose scale maps
 // spec.replicas and status.selector goes from 2 to 4.
 func TestScalesCustomResource(t *testing.T) {

@@ -5,8 +5,10 @@ import (
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/queue"
 )
 
@@ -207,4 +209,81 @@ func nodeSchedulingPropertiesChanged(oldNode, newNode *corev1.Node) bool {
 		return m
 	}
 	return !reflect.DeepEqual(conditions(oldNode), conditions(newNode))
+}
+
+// pluginEvent is one event a plugin of the profile registered.
+type pluginEvent struct {
+	plugin  string
+	actions framework.ActionType
+	hint    framework.QueueingHintFn
+}
+
+// addPluginEventHandlers watches the resources the profile's EnqueueExtensions
+// plugins registered, one handler per resource: each event moves back the
+// unschedulable pods that a registering plugin rejected and whose hint says the
+// event may help (upstream's queueing hints).
+func (s *Scheduler) addPluginEventHandlers(f informers.SharedInformerFactory) error {
+	byResource := map[framework.EventResource][]pluginEvent{}
+	var order []framework.EventResource
+	for _, pl := range s.profile.enqueueExtensions {
+		for _, e := range pl.EventsToRegister() {
+			r := e.Event.Resource
+			if _, ok := byResource[r]; !ok {
+				order = append(order, r)
+			}
+			byResource[r] = append(byResource[r], pluginEvent{plugin: pl.Name(), actions: e.Event.ActionType, hint: e.QueueingHintFn})
+		}
+	}
+	for _, r := range order {
+		inf, err := informerFor(f, r)
+		if err != nil {
+			return err
+		}
+		events := byResource[r]
+		handle := func(action framework.ActionType, oldObj, newObj any) {
+			name := string(r) + action.String()
+			s.queue.MoveRejectedPods(name, func(plugin string, pod *corev1.Pod) bool {
+				for _, e := range events {
+					if e.plugin == plugin && e.actions&action != 0 && (e.hint == nil || e.hint(pod, oldObj, newObj)) {
+						return true
+					}
+				}
+				return false
+			})
+		}
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { handle(framework.Add, nil, obj) },
+			UpdateFunc: func(oldObj, newObj any) { handle(framework.Update, oldObj, newObj) },
+			DeleteFunc: func(obj any) {
+				if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				handle(framework.Delete, obj, nil)
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("add %s event handler: %w", r, err)
+		}
+		s.handlers = append(s.handlers, reg)
+	}
+	return nil
+}
+
+// informerFor returns the shared informer of a resource plugins may register events for.
+func informerFor(f informers.SharedInformerFactory, r framework.EventResource) (toolscache.SharedIndexInformer, error) {
+	switch r {
+	case framework.PersistentVolume:
+		return f.Core().V1().PersistentVolumes().Informer(), nil
+	case framework.PersistentVolumeClaim:
+		return f.Core().V1().PersistentVolumeClaims().Informer(), nil
+	case framework.StorageClass:
+		return f.Storage().V1().StorageClasses().Informer(), nil
+	case framework.CSINode:
+		return f.Storage().V1().CSINodes().Informer(), nil
+	case framework.CSIDriver:
+		return f.Storage().V1().CSIDrivers().Informer(), nil
+	case framework.CSIStorageCapacity:
+		return f.Storage().V1().CSIStorageCapacities().Informer(), nil
+	}
+	return nil, fmt.Errorf("plugins cannot register events of %q", r)
 }

@@ -20,18 +20,20 @@ import (
 // profile is the instantiated plugin set of one scheduler name, split by
 // extension point in the configured order, and the code that runs each point.
 type profile struct {
-	preEnqueue  []framework.PreEnqueuePlugin
-	preFilter   []framework.PreFilterPlugin
-	filter      []framework.FilterPlugin
-	postFilter  []framework.PostFilterPlugin
-	preScore    []framework.PreScorePlugin
-	score       []weightedScorePlugin
-	reserve     []framework.ReservePlugin
-	permit      []framework.PermitPlugin
-	preBind     []framework.PreBindPlugin
-	bind        []framework.BindPlugin
-	postBind    []framework.PostBindPlugin
-	parallelism int
+	preEnqueue []framework.PreEnqueuePlugin
+	preFilter  []framework.PreFilterPlugin
+	filter     []framework.FilterPlugin
+	postFilter []framework.PostFilterPlugin
+	preScore   []framework.PreScorePlugin
+	score      []weightedScorePlugin
+	reserve    []framework.ReservePlugin
+	permit     []framework.PermitPlugin
+	preBind    []framework.PreBindPlugin
+	bind       []framework.BindPlugin
+	postBind   []framework.PostBindPlugin
+	// enqueueExtensions are the plugins that register cluster events.
+	enqueueExtensions []framework.EnqueueExtensions
+	parallelism       int
 
 	// nominator gives the pods nominated for each node (the queue).
 	nominator nominatedPodLister
@@ -188,6 +190,9 @@ func newProfile(ctx context.Context, registry framework.Registry, configs []plug
 		}
 		if !used {
 			return nil, fmt.Errorf("plugin %q implements no extension point", c.Name)
+		}
+		if x, ok := pl.(framework.EnqueueExtensions); ok {
+			p.enqueueExtensions = append(p.enqueueExtensions, x)
 		}
 	}
 	if len(p.bind) == 0 {

@@ -217,6 +217,9 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 	if err := s.addEventHandlers(podInformer, o.Informers.Core().V1().Nodes().Informer()); err != nil {
 		return nil, err
 	}
+	if err := s.addPluginEventHandlers(o.Informers); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/kubette/kubette/internal/scheduler/plugins/podtopologyspread"
 	"github.com/kubette/kubette/internal/scheduler/plugins/schedulinggates"
 	"github.com/kubette/kubette/internal/scheduler/plugins/tainttoleration"
+	"github.com/kubette/kubette/internal/scheduler/plugins/volumebinding"
 )
 
 // PluginConfig enables one plugin in a scheduling profile: at every extension point
@@ -41,6 +42,7 @@ func NewInTreeRegistry() framework.Registry {
 		nodeaffinity.Name:                    nodeaffinity.New,
 		nodeports.Name:                       nodeports.New,
 		noderesources.NameFit:                noderesources.NewFit,
+		volumebinding.Name:                   volumebinding.New,
 		podtopologyspread.Name:               podtopologyspread.New,
 		interpodaffinity.Name:                interpodaffinity.New,
 		noderesources.NameBalancedAllocation: noderesources.NewBalancedAllocation,
@@ -54,8 +56,10 @@ func NewInTreeRegistry() framework.Registry {
 // DefaultProfile returns upstream's default plugins in upstream's order, with its
 // score weights: TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
 // InterPodAffinity 2, NodeResourcesFit 1, NodeResourcesBalancedAllocation 1,
-// ImageLocality 1; DefaultPreemption is the PostFilter; DefaultBinder binds;
-// SchedulingGates holds back pods with scheduling gates (PreEnqueue).
+// ImageLocality 1; VolumeBinding (after NodeResourcesFit, as upstream) places
+// and binds pods' claims and does not score; DefaultPreemption is the
+// PostFilter; DefaultBinder binds; SchedulingGates holds back pods with
+// scheduling gates (PreEnqueue).
 func DefaultProfile() []PluginConfig {
 	return []PluginConfig{
 		{Name: nodeunschedulable.Name},
@@ -64,6 +68,7 @@ func DefaultProfile() []PluginConfig {
 		{Name: nodeaffinity.Name, Weight: 2},
 		{Name: nodeports.Name},
 		{Name: noderesources.NameFit, Weight: 1},
+		{Name: volumebinding.Name},
 		{Name: podtopologyspread.Name, Weight: 2},
 		{Name: interpodaffinity.Name, Weight: 2},
 		{Name: noderesources.NameBalancedAllocation, Weight: 1},

@@ -432,6 +432,24 @@ func (q *PriorityQueue) MoveAllToActiveOrBackoffQueue(event string, preCheck fun
 	q.movePods(move, event)
 }
 
+// MoveRejectedPods moves back the unschedulable pods that event may help: those
+// for which mayHelp holds for one of the plugins that rejected them (a plugin's
+// queueing hint for the event). mayHelp runs under the queue's lock.
+func (q *PriorityQueue) MoveRejectedPods(event string, mayHelp func(plugin string, pod *corev1.Pod) bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var move []*QueuedPodInfo
+	for _, p := range q.unschedulablePods {
+		for plugin := range p.UnschedulablePlugins {
+			if mayHelp(plugin, p.Pod) {
+				move = append(move, p)
+				break
+			}
+		}
+	}
+	q.movePods(move, event)
+}
+
 // AssignedPodAdded moves the unschedulable pods a newly bound pod may help: those
 // with a required pod affinity term matching it, and those rejected by
 // PodTopologySpread in its namespace.

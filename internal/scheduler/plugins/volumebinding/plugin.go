@@ -207,6 +207,10 @@ func (pl *VolumeBinding) Filter(_ context.Context, cs *framework.CycleState, pod
 	if err != nil {
 		return framework.AsStatus(err)
 	}
+	if s.claims == nil {
+		// PreFilter said Skip: the pod has no claims.
+		return nil
+	}
 	volumes, reasons, err := pl.findPodVolumes(s.claims, node)
 	if err != nil {
 		return framework.AsStatus(err)

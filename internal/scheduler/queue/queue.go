@@ -2,8 +2,9 @@
 // activeQ (pods to try now, by priority then arrival), backoffQ (pods that failed
 // and wait out an exponential backoff of 1 s doubling up to 10 s) and
 // unschedulablePods (pods no node fits; a cluster event that may help — a node
-// added or changed, a pod deleted, an assigned pod changed — moves them back, and
-// none stays longer than five minutes).
+// added or changed, a pod deleted, an assigned pod changed, or a change of an
+// object that a plugin which rejected them registered and whose queueing hint
+// says it may help — moves them back, and none stays longer than five minutes).
 package queue
 
 import (

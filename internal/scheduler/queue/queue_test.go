@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -430,4 +431,37 @@ func TestGatedPodsWaitForTheirOwnUpdate(t *testing.T) {
 	q.Add(g2)
 	q.Delete(g2)
 	checkQueues(t, q, "[]", "[]", "[]")
+}
+
+func TestMoveRejectedPods(t *testing.T) {
+	q, clk := newTestQueue()
+	for _, n := range []string{"vol", "vol-other", "fit", "both"} {
+		q.Add(testPod(n, 0))
+	}
+	cycle := int64(0)
+	for range 4 {
+		p := pop(t, q)
+		cycle = q.SchedulingCycle()
+		plugins := map[string][]string{"vol": {"VolumeBinding"}, "vol-other": {"VolumeBinding"},
+			"fit": {"NodeResourcesFit"}, "both": {"NodeResourcesFit", "VolumeBinding"}}[p.Pod.Name]
+		if err := q.AddUnschedulableIfNotPresent(rejected(p, plugins...), cycle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Step(time.Minute)
+	checkQueues(t, q, "[]", "[]", "[both fit vol vol-other]")
+	// Only pods VolumeBinding rejected, and only those its hint says the event helps.
+	var asked []string
+	q.MoveRejectedPods("PersistentVolumeClaimAdd", func(plugin string, pod *corev1.Pod) bool {
+		if plugin != "VolumeBinding" {
+			return false
+		}
+		asked = append(asked, pod.Name)
+		return pod.Name != "vol-other"
+	})
+	checkQueues(t, q, "[both vol]", "[]", "[fit vol-other]")
+	sort.Strings(asked)
+	if strings.Join(asked, " ") != "both vol vol-other" {
+		t.Errorf("hint asked for %v", asked)
+	}
 }

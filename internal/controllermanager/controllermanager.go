@@ -23,6 +23,8 @@ import (
 	"github.com/kubette/kubette/internal/controller/namespace"
 	"github.com/kubette/kubette/internal/controller/persistentvolume"
 	"github.com/kubette/kubette/internal/controller/podautoscaler"
+	"github.com/kubette/kubette/internal/controller/pvcprotection"
+	"github.com/kubette/kubette/internal/controller/pvprotection"
 	"github.com/kubette/kubette/internal/controller/replicaset"
 	"github.com/kubette/kubette/internal/controller/replication"
 	"github.com/kubette/kubette/internal/controller/resourcequota"
@@ -64,6 +66,8 @@ func Controllers() map[string]controller.Constructor {
 		admissionpolicystatus.Name: admissionpolicystatus.New,
 		persistentvolume.Name:      persistentvolume.New,
 		podautoscaler.Name:         podautoscaler.New,
+		pvcprotection.Name:         pvcprotection.New,
+		pvprotection.Name:          pvprotection.New,
 	}
 }
 
@@ -106,5 +110,7 @@ func ClientNames() map[string]string {
 		admissionpolicystatus.Name:  "validatingadmissionpolicy-status-controller",
 		persistentvolume.Name:       persistentvolume.ClientName,
 		podautoscaler.Name:          podautoscaler.ClientName,
+		pvcprotection.Name:          pvcprotection.ClientName,
+		pvprotection.Name:           pvprotection.ClientName,
 	}
 }

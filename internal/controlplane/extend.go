@@ -21,6 +21,7 @@ import (
 	"github.com/kubette/kubette/internal/apiserver/admission/resourcequota"
 	"github.com/kubette/kubette/internal/apiserver/admission/runtimeclass"
 	saadmission "github.com/kubette/kubette/internal/apiserver/admission/serviceaccount"
+	"github.com/kubette/kubette/internal/apiserver/admission/storageobjectinuseprotection"
 	"github.com/kubette/kubette/internal/apiserver/admission/validatingadmissionpolicy"
 	"github.com/kubette/kubette/internal/apiserver/admission/webhook"
 	"github.com/kubette/kubette/internal/apiserver/authorizer"
@@ -95,6 +96,7 @@ func extend(d extensionDeps, s *apiserver.Server) (admission.Chain, map[apiserve
 		{Name: defaulttolerationseconds.Name, Impl: defaulttolerationseconds.Plugin{}},
 		{Name: runtimeclass.Name, Impl: runtimeclass.New(s)},
 		{Name: defaultstorageclass.Name, Impl: defaultstorageclass.New(s)},
+		{Name: storageobjectinuseprotection.Name, Impl: storageobjectinuseprotection.Plugin{}},
 		// Upstream checks escalation in the RBAC storage, after admission: a validating
 		// plugin (it changes nothing) that only looks at RBAC objects.
 		{Name: rbacescalation.Name, Impl: &rbacescalation.Plugin{Authorizer: d.built.authorizer, Rules: d.built.rbac}},

@@ -57,6 +57,13 @@ func TestStorageKinds(t *testing.T) {
 	if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeMode == nil {
 		t.Errorf("PVC defaults: phase %q mode %v", pvc.Status.Phase, pvc.Spec.VolumeMode)
 	}
+	// StorageObjectInUseProtection.
+	if len(pv.Finalizers) != 1 || pv.Finalizers[0] != "kubernetes.io/pv-protection" {
+		t.Errorf("PV finalizers %q", pv.Finalizers)
+	}
+	if len(pvc.Finalizers) != 1 || pvc.Finalizers[0] != "kubernetes.io/pvc-protection" {
+		t.Errorf("PVC finalizers %q", pvc.Finalizers)
+	}
 	if l, err := c.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: "suite=storage"}); err != nil || len(l.Items) != 1 {
 		t.Fatalf("PV list: %v %v", l, err)
 	}
@@ -174,6 +181,29 @@ func TestStorageKinds(t *testing.T) {
 	} {
 		if err := step.del(); err != nil {
 			t.Errorf("deleting %s: %v", step.what, err)
+		}
+	}
+	// Volumes and claims wait for the protection controllers (not running here) to
+	// remove their finalizers; without them they go.
+	pvs, _ := c.CoreV1().PersistentVolumes().List(ctx, sel)
+	for _, pv := range pvs.Items {
+		if pv.DeletionTimestamp == nil {
+			t.Errorf("PV %s not being deleted", pv.Name)
+		}
+		if _, err := c.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvcs, _ := c.CoreV1().PersistentVolumeClaims("default").List(ctx, sel)
+	if len(pvcs.Items) != 2 || len(pvs.Items) != 1 {
+		t.Errorf("%d PVs and %d PVCs being deleted, want 1 and 2", len(pvs.Items), len(pvcs.Items))
+	}
+	for _, pvc := range pvcs.Items {
+		if pvc.DeletionTimestamp == nil {
+			t.Errorf("PVC %s not being deleted", pvc.Name)
+		}
+		if _, err := c.CoreV1().PersistentVolumeClaims("default").Patch(ctx, pvc.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if l, _ := c.CoreV1().PersistentVolumes().List(ctx, sel); len(l.Items) != 0 {

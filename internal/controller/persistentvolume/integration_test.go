@@ -17,6 +17,8 @@ import (
 
 	"github.com/kubette/kubette/internal/controller"
 	"github.com/kubette/kubette/internal/controller/persistentvolume"
+	"github.com/kubette/kubette/internal/controller/pvcprotection"
+	"github.com/kubette/kubette/internal/controller/pvprotection"
 	"github.com/kubette/kubette/internal/testenv"
 	"github.com/kubette/kubette/internal/testenv/poll"
 )
@@ -50,7 +52,8 @@ type cluster struct {
 }
 
 // start runs the binder as its ServiceAccount (so that the default RBAC policy is
-// checked too), with an in-process deleter for provisioner "kubette.io/test".
+// checked too), with an in-process deleter for provisioner "kubette.io/test", and
+// the pvc-protection and pv-protection controllers as theirs.
 func start(t *testing.T) *cluster {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{})
@@ -77,6 +80,26 @@ func start(t *testing.T) *cluster {
 	}
 	starter.Start(ctx)
 	wg.Go(func() { pvc.Run(ctx, 2) })
+	// The protection controllers, which let claims and volumes be deleted once unused.
+	for _, p := range []struct {
+		client string
+		build  controller.Constructor
+	}{{pvcprotection.ClientName, pvcprotection.New}, {pvprotection.ClientName, pvprotection.New}} {
+		cfg, err := env.ServiceAccountConfig(p.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps, starter, err := controller.NewDeps(cfg, p.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.build(deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starter.Start(ctx)
+		wg.Go(func() { r.Run(ctx, 1) })
+	}
 	return &cluster{t: t, ctx: ctx, c: env.Client, deleter: d}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -485,13 +486,12 @@ func TestClaimLost(t *testing.T) {
 	k.createVolume(volume("goes", "1Gi"))
 	k.createClaim(claim("stays", "1Gi"))
 	k.waitBound("stays", "goes")
-	pv := k.getVolume("goes")
-	// Take the volume away, protection finalizers and all.
-	pv.Finalizers = nil
-	if _, err := k.c.CoreV1().PersistentVolumes().Update(k.ctx, pv, metav1.UpdateOptions{}); err != nil {
+	// Take the volume away: delete it (pv-protection keeps it while Bound), then
+	// remove its finalizers (once it is being deleted none is added back).
+	if err := k.c.CoreV1().PersistentVolumes().Delete(k.ctx, "goes", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.c.CoreV1().PersistentVolumes().Delete(k.ctx, "goes", metav1.DeleteOptions{}); err != nil {
+	if _, err := k.c.CoreV1().PersistentVolumes().Patch(k.ctx, "goes", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	k.waitEvent("stays", "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")

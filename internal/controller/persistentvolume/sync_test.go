@@ -275,6 +275,10 @@ func TestSyncVolume(t *testing.T) {
 		{name: "delete without a deleter", volume: pv("v", "1Gi", modes(rwo), ref, policy(corev1.PersistentVolumeReclaimDelete)),
 			writes: []string{"update persistentvolumes/status v", "update persistentvolumes/status v"}, phase: corev1.VolumeFailed,
 			wantEvent: `Warning VolumeFailedDelete error getting deleter volume plugin for volume "v": no deletable volume plugin matched`},
+		{name: "delete of a volume being deleted already (waiting for pv-protection)", volume: pv("v", "1Gi", modes(rwo), ref, policy(corev1.PersistentVolumeReclaimDelete), func(v *corev1.PersistentVolume) {
+			v.DeletionTimestamp = ptr.To(metav1.Now())
+			v.Finalizers = []string{"kubernetes.io/pv-protection"}
+		}), writes: []string{"update persistentvolumes/status v"}, phase: corev1.VolumeReleased},
 		{name: "claim bound to another volume: controller's binding undone", volume: pv("v", "1Gi", modes(rwo), ref, func(v *corev1.PersistentVolume) {
 			v.Annotations = map[string]string{"pv.kubernetes.io/bound-by-controller": "yes"}
 		}), objs: []runtime.Object{pvc("c", "1Gi", modes(rwo), func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "other" })},

@@ -209,6 +209,11 @@ func (c *Controller) delete(ctx context.Context, volume *corev1.PersistentVolume
 	if err != nil {
 		return ignoreNotFound(err, "get volume "+volume.Name)
 	}
+	if fresh.DeletionTimestamp != nil {
+		// Deleted already, waiting for its finalizers (pv-protection): upstream
+		// without HonorPVReclaimPolicy, whose deletion finalizer kubette lacks.
+		return nil
+	}
 	if ok, err := c.released(fresh); err != nil || !ok {
 		return err
 	}

@@ -4,227 +4,34 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubette/kubette/internal/podfit"
 )
 
 // Default requests the scorers assume for containers that request nothing, as upstream.
 const (
-	DefaultMilliCPURequest int64 = 100               // 0.1 core
-	DefaultMemoryRequest   int64 = 200 * 1024 * 1024 // 200 MiB
+	DefaultMilliCPURequest = podfit.DefaultMilliCPURequest
+	DefaultMemoryRequest   = podfit.DefaultMemoryRequest
 )
 
-// Resource is an amount of the schedulable resources.
-type Resource struct {
-	MilliCPU         int64
-	Memory           int64
-	EphemeralStorage int64
-	// AllowedPodNumber is the node's pod capacity (only meaningful for allocatable).
-	AllowedPodNumber int
-	// ScalarResources holds extended resources (e.g. example.com/gpu) and hugepages.
-	ScalarResources map[corev1.ResourceName]int64
-}
+// Resource is an amount of the schedulable resources (shared with the kubelet's admission).
+type Resource = podfit.Resource
 
 // NewResource converts a ResourceList.
-func NewResource(rl corev1.ResourceList) Resource {
-	var r Resource
-	r.Add(rl)
-	return r
-}
+func NewResource(rl corev1.ResourceList) Resource { return podfit.NewResource(rl) }
 
-// Add adds a ResourceList.
-func (r *Resource) Add(rl corev1.ResourceList) {
-	for name, q := range rl {
-		switch name {
-		case corev1.ResourceCPU:
-			r.MilliCPU += q.MilliValue()
-		case corev1.ResourceMemory:
-			r.Memory += q.Value()
-		case corev1.ResourceEphemeralStorage:
-			r.EphemeralStorage += q.Value()
-		case corev1.ResourcePods:
-			r.AllowedPodNumber += int(q.Value())
-		default:
-			if r.ScalarResources == nil {
-				r.ScalarResources = map[corev1.ResourceName]int64{}
-			}
-			r.ScalarResources[name] += q.Value()
-		}
-	}
-}
-
-// AddResource adds another Resource.
-func (r *Resource) AddResource(o Resource) {
-	r.MilliCPU += o.MilliCPU
-	r.Memory += o.Memory
-	r.EphemeralStorage += o.EphemeralStorage
-	r.AllowedPodNumber += o.AllowedPodNumber
-	for k, v := range o.ScalarResources {
-		if r.ScalarResources == nil {
-			r.ScalarResources = map[corev1.ResourceName]int64{}
-		}
-		r.ScalarResources[k] += v
-	}
-}
-
-// SubResource subtracts another Resource.
-func (r *Resource) SubResource(o Resource) {
-	r.MilliCPU -= o.MilliCPU
-	r.Memory -= o.Memory
-	r.EphemeralStorage -= o.EphemeralStorage
-	r.AllowedPodNumber -= o.AllowedPodNumber
-	for k, v := range o.ScalarResources {
-		if r.ScalarResources == nil {
-			r.ScalarResources = map[corev1.ResourceName]int64{}
-		}
-		r.ScalarResources[k] -= v
-	}
-}
-
-// max sets each field of r to the larger of r and o.
-func (r *Resource) max(o Resource) {
-	r.MilliCPU = max(r.MilliCPU, o.MilliCPU)
-	r.Memory = max(r.Memory, o.Memory)
-	r.EphemeralStorage = max(r.EphemeralStorage, o.EphemeralStorage)
-	for k, v := range o.ScalarResources {
-		if r.ScalarResources == nil {
-			r.ScalarResources = map[corev1.ResourceName]int64{}
-		}
-		r.ScalarResources[k] = max(r.ScalarResources[k], v)
-	}
-}
-
-// Clone copies the resource.
-func (r Resource) Clone() Resource {
-	out := r
-	if r.ScalarResources != nil {
-		out.ScalarResources = make(map[corev1.ResourceName]int64, len(r.ScalarResources))
-		for k, v := range r.ScalarResources {
-			out.ScalarResources[k] = v
-		}
-	}
-	return out
-}
-
-// PodRequests computes what a pod requests as upstream does: the sum of its app
-// containers and restartable (sidecar) init containers, at least the largest need of any
-// regular init container (plus the sidecars started before it), plus the pod overhead.
-func PodRequests(pod *corev1.Pod) Resource {
-	return podRequests(pod, false)
-}
+// PodRequests computes what a pod requests as upstream does (podfit.PodRequests).
+func PodRequests(pod *corev1.Pod) Resource { return podfit.PodRequests(pod) }
 
 // PodNonZeroRequests is PodRequests with DefaultMilliCPURequest and DefaultMemoryRequest
 // in place of unset cpu and memory requests of each container (used by the scorers).
-func PodNonZeroRequests(pod *corev1.Pod) Resource {
-	return podRequests(pod, true)
-}
-
-func containerRequests(c *corev1.Container, nonZero bool) Resource {
-	r := NewResource(c.Resources.Requests)
-	if nonZero {
-		if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
-			r.MilliCPU = DefaultMilliCPURequest
-		}
-		if _, ok := c.Resources.Requests[corev1.ResourceMemory]; !ok {
-			r.Memory = DefaultMemoryRequest
-		}
-	}
-	return r
-}
-
-func podRequests(pod *corev1.Pod, nonZero bool) Resource {
-	var sum Resource
-	for i := range pod.Spec.Containers {
-		sum.AddResource(containerRequests(&pod.Spec.Containers[i], nonZero))
-	}
-	var sidecars, initMax Resource
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		r := containerRequests(c, nonZero)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum.AddResource(r)
-			sidecars.AddResource(r)
-			initMax.max(sidecars)
-			continue
-		}
-		r.AddResource(sidecars)
-		initMax.max(r)
-	}
-	sum.max(initMax)
-	if pod.Spec.Overhead != nil {
-		sum.Add(pod.Spec.Overhead)
-	}
-	return sum
-}
+func PodNonZeroRequests(pod *corev1.Pod) Resource { return podfit.PodNonZeroRequests(pod) }
 
 // ProtocolPort is a host port with its protocol.
-type ProtocolPort struct {
-	Protocol string
-	Port     int32
-}
+type ProtocolPort = podfit.ProtocolPort
 
 // HostPortInfo records the host ports in use on a node by IP.
-type HostPortInfo map[string]map[ProtocolPort]struct{}
-
-const anyIP = "0.0.0.0"
-
-func normalizeHostPort(ip, protocol string) (string, string) {
-	if ip == "" {
-		ip = anyIP
-	}
-	if protocol == "" {
-		protocol = string(corev1.ProtocolTCP)
-	}
-	return ip, protocol
-}
-
-// Add records a used port.
-func (h HostPortInfo) Add(ip, protocol string, port int32) {
-	if port <= 0 {
-		return
-	}
-	ip, protocol = normalizeHostPort(ip, protocol)
-	if h[ip] == nil {
-		h[ip] = map[ProtocolPort]struct{}{}
-	}
-	h[ip][ProtocolPort{protocol, port}] = struct{}{}
-}
-
-// Remove forgets a used port.
-func (h HostPortInfo) Remove(ip, protocol string, port int32) {
-	if port <= 0 {
-		return
-	}
-	ip, protocol = normalizeHostPort(ip, protocol)
-	if m := h[ip]; m != nil {
-		delete(m, ProtocolPort{protocol, port})
-		if len(m) == 0 {
-			delete(h, ip)
-		}
-	}
-}
-
-// CheckConflict reports whether ip:port/protocol collides with a used port; 0.0.0.0
-// collides with every address.
-func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
-	if port <= 0 {
-		return false
-	}
-	ip, protocol = normalizeHostPort(ip, protocol)
-	pp := ProtocolPort{protocol, port}
-	if ip == anyIP {
-		for _, m := range h {
-			if _, ok := m[pp]; ok {
-				return true
-			}
-		}
-		return false
-	}
-	for _, key := range []string{ip, anyIP} {
-		if _, ok := h[key][pp]; ok {
-			return true
-		}
-	}
-	return false
-}
+type HostPortInfo = podfit.HostPortInfo
 
 // ImageStateSummary is what the snapshot knows about an image on a node.
 type ImageStateSummary struct {

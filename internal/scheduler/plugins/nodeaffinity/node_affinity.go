@@ -11,19 +11,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubette/kubette/internal/podfit"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 	"github.com/kubette/kubette/internal/scheduler/plugins/affinitymatch"
 )
 
 const (
 	// Name is the plugin's name in the registry and in statuses.
-	Name = "NodeAffinity"
+	Name = podfit.NodeAffinity
 
 	preFilterStateKey framework.StateKey = "PreFilter" + Name
 	preScoreStateKey  framework.StateKey = "PreScore" + Name
 
 	// ErrReasonPod is the reason for a node that does not match the pod's node selector or required affinity.
-	ErrReasonPod = "node(s) didn't match Pod's node affinity/selector"
+	ErrReasonPod = podfit.ErrReasonNodeAffinity
 	// ErrReasonEnforced is the reason for a node that does not match Args.AddedAffinity.
 	ErrReasonEnforced = "node(s) didn't match scheduler-enforced node affinity"
 	// ErrReasonConflict is the reason for a pod whose terms all require contradictory node names.

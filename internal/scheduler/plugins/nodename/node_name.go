@@ -7,14 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubette/kubette/internal/podfit"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
 // Name is the plugin's registered name.
-const Name = "NodeName"
+const Name = podfit.NodeName
 
 // ErrReason is the Filter reason, exactly as upstream.
-const ErrReason = "node(s) didn't match the requested node name"
+const ErrReason = podfit.ErrReasonNodeName
 
 // NodeName checks spec.nodeName against the node.
 type NodeName struct{}
@@ -39,9 +40,5 @@ func (pl *NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *core
 
 // Fits reports whether the pod names no node or names this one.
 func Fits(pod *corev1.Pod, nodeInfo *framework.NodeInfo) bool {
-	if pod.Spec.NodeName == "" {
-		return true
-	}
-	node := nodeInfo.Node()
-	return node != nil && node.Name == pod.Spec.NodeName
+	return podfit.NodeNameMatches(pod, nodeInfo.Node())
 }

@@ -9,14 +9,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubette/kubette/internal/podfit"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
 // Name is the plugin's registered name.
-const Name = "NodePorts"
+const Name = podfit.NodePorts
 
 // ErrReason is the Filter reason, exactly as upstream.
-const ErrReason = "node(s) didn't have free ports for the requested pod ports"
+const ErrReason = podfit.ErrReasonNodePorts
 
 // preFilterStateKey is where PreFilter leaves the pod's host ports.
 const preFilterStateKey framework.StateKey = "PreFilter" + Name
@@ -76,41 +77,10 @@ func Fits(pod *corev1.Pod, nodeInfo *framework.NodeInfo) bool {
 }
 
 func fitsPorts(want []corev1.ContainerPort, nodeInfo *framework.NodeInfo) bool {
-	used := nodeInfo.UsedPorts
-	if len(used) == 0 {
-		return true
-	}
-	for i := range want {
-		if used.CheckConflict(want[i].HostIP, string(want[i].Protocol), want[i].HostPort) {
-			return false
-		}
-	}
-	return true
+	return podfit.PortsFit(want, nodeInfo.UsedPorts)
 }
 
 // HostPorts returns the ports with a hostPort of the pod's containers and of its
 // restartable (sidecar) init containers, which run for the pod's whole life; as
 // upstream's GetHostPorts.
-func HostPorts(pod *corev1.Pod) []corev1.ContainerPort {
-	var ports []corev1.ContainerPort
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			continue
-		}
-		ports = appendHostPorts(ports, c.Ports)
-	}
-	for i := range pod.Spec.Containers {
-		ports = appendHostPorts(ports, pod.Spec.Containers[i].Ports)
-	}
-	return ports
-}
-
-func appendHostPorts(dst, ports []corev1.ContainerPort) []corev1.ContainerPort {
-	for _, p := range ports {
-		if p.HostPort > 0 {
-			dst = append(dst, p)
-		}
-	}
-	return dst
-}
+func HostPorts(pod *corev1.Pod) []corev1.ContainerPort { return podfit.HostPorts(pod) }

@@ -14,12 +14,12 @@ package noderesources
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubette/kubette/internal/podfit"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
@@ -36,15 +36,13 @@ const (
 // Filter reasons for the fixed resources, exactly as upstream; a scalar resource
 // r is reported as "Insufficient r".
 const (
-	ErrReasonTooManyPods           = "Too many pods"
-	ErrReasonInsufficientCPU       = "Insufficient cpu"
-	ErrReasonInsufficientMemory    = "Insufficient memory"
-	ErrReasonInsufficientEphemeral = "Insufficient ephemeral-storage"
+	ErrReasonTooManyPods           = podfit.ErrReasonTooManyPods
+	ErrReasonInsufficientCPU       = podfit.ErrReasonInsufficientCPU
+	ErrReasonInsufficientMemory    = podfit.ErrReasonInsufficientMemory
+	ErrReasonInsufficientEphemeral = podfit.ErrReasonInsufficientEphemeral
 )
 
 const (
-	insufficientPrefix = "Insufficient "
-
 	preFilterStateKey             framework.StateKey = "PreFilter" + NameFit
 	preScoreStateKey              framework.StateKey = "PreScore" + NameFit
 	balancedAllocationPreScoreKey framework.StateKey = "PreScore" + NameBalancedAllocation
@@ -92,21 +90,9 @@ func NewFit(_ context.Context, args any, _ framework.Handle) (framework.Plugin, 
 // Name returns NameFit.
 func (f *Fit) Name() string { return NameFit }
 
-// scalarRequest is one scalar resource the pod requests and Filter must check.
-type scalarRequest struct {
-	name     corev1.ResourceName
-	quantity int64
-	reason   string
-}
-
 // preFilterState is the pod's requests as PreFilter computed them.
 type preFilterState struct {
-	framework.Resource
-	// scalars are the non-zero, not ignored scalar requests, sorted by name so
-	// the reasons come out in a stable order.
-	scalars []scalarRequest
-	// empty is true when the pod requests nothing Filter checks besides a pod slot.
-	empty bool
+	podfit.Request
 }
 
 // Clone returns the state itself: it is read-only.
@@ -120,21 +106,12 @@ func (f *Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *cor
 }
 
 func (f *Fit) computePodResourceRequest(pod *corev1.Pod) *preFilterState {
-	s := &preFilterState{Resource: framework.PodRequests(pod)}
-	for name, q := range s.ScalarResources {
-		if q == 0 || !isScalarResourceName(name) || f.ignored(name) {
-			continue
-		}
-		s.scalars = append(s.scalars, scalarRequest{name: name, quantity: q, reason: insufficientPrefix + string(name)})
-	}
-	slices.SortFunc(s.scalars, func(a, b scalarRequest) int { return strings.Compare(string(a.name), string(b.name)) })
-	s.empty = s.MilliCPU == 0 && s.Memory == 0 && s.EphemeralStorage == 0 && len(s.scalars) == 0
-	return s
+	return &preFilterState{Request: *podfit.NewRequest(pod, f.ignored)}
 }
 
 // ignored reports whether Filter skips the extended resource name.
 func (f *Fit) ignored(name corev1.ResourceName) bool {
-	if !isExtendedResourceName(name) {
+	if !podfit.IsExtendedResourceName(name) {
 		return false
 	}
 	if f.ignoredResources.Has(string(name)) {
@@ -179,18 +156,7 @@ func (f *Fit) Filter(_ context.Context, state *framework.CycleState, _ *corev1.P
 }
 
 // InsufficientResource is one resource a node is short of for a pod.
-type InsufficientResource struct {
-	ResourceName corev1.ResourceName
-	// Reason is the Filter reason, e.g. "Insufficient cpu".
-	Reason string
-	// Requested is what the pod asks for, Used what the node's pods request and
-	// Capacity the node's allocatable amount.
-	Requested int64
-	Used      int64
-	Capacity  int64
-	// Unresolvable is true when Requested exceeds Capacity on its own.
-	Unresolvable bool
-}
+type InsufficientResource = podfit.InsufficientResource
 
 // Fits returns what the node lacks to take the pod (nil if it fits), honouring
 // no ignored resources. It is for callers outside a scheduling cycle, such as a
@@ -203,49 +169,7 @@ func Fits(pod *corev1.Pod, nodeInfo *framework.NodeInfo) []InsufficientResource 
 // fitsRequest appends to out what the node lacks for the request. It allocates
 // only when something is missing.
 func fitsRequest(s *preFilterState, nodeInfo *framework.NodeInfo, out []InsufficientResource) []InsufficientResource {
-	alloc, used := &nodeInfo.Allocatable, &nodeInfo.Requested
-	if len(nodeInfo.Pods)+1 > alloc.AllowedPodNumber {
-		out = append(out, InsufficientResource{
-			ResourceName: corev1.ResourcePods, Reason: ErrReasonTooManyPods,
-			Requested: 1, Used: int64(len(nodeInfo.Pods)), Capacity: int64(alloc.AllowedPodNumber),
-		})
-	}
-	if s.empty {
-		return out
-	}
-	if s.MilliCPU > 0 && s.MilliCPU > alloc.MilliCPU-used.MilliCPU {
-		out = append(out, InsufficientResource{
-			ResourceName: corev1.ResourceCPU, Reason: ErrReasonInsufficientCPU,
-			Requested: s.MilliCPU, Used: used.MilliCPU, Capacity: alloc.MilliCPU,
-			Unresolvable: s.MilliCPU > alloc.MilliCPU,
-		})
-	}
-	if s.Memory > 0 && s.Memory > alloc.Memory-used.Memory {
-		out = append(out, InsufficientResource{
-			ResourceName: corev1.ResourceMemory, Reason: ErrReasonInsufficientMemory,
-			Requested: s.Memory, Used: used.Memory, Capacity: alloc.Memory,
-			Unresolvable: s.Memory > alloc.Memory,
-		})
-	}
-	if s.EphemeralStorage > 0 && s.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
-		out = append(out, InsufficientResource{
-			ResourceName: corev1.ResourceEphemeralStorage, Reason: ErrReasonInsufficientEphemeral,
-			Requested: s.EphemeralStorage, Used: used.EphemeralStorage, Capacity: alloc.EphemeralStorage,
-			Unresolvable: s.EphemeralStorage > alloc.EphemeralStorage,
-		})
-	}
-	for i := range s.scalars {
-		r := &s.scalars[i]
-		capacity, inUse := alloc.ScalarResources[r.name], used.ScalarResources[r.name]
-		if r.quantity > capacity-inUse {
-			out = append(out, InsufficientResource{
-				ResourceName: r.name, Reason: r.reason,
-				Requested: r.quantity, Used: inUse, Capacity: capacity,
-				Unresolvable: r.quantity > capacity,
-			})
-		}
-	}
-	return out
+	return s.Insufficient(&nodeInfo.Allocatable, &nodeInfo.Requested, len(nodeInfo.Pods), out)
 }
 
 // preScoreState holds the pod's requests of the scored resources, in their order.

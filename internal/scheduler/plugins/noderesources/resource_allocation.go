@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubette/kubette/internal/podfit"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
@@ -29,7 +30,7 @@ func kindOf(name corev1.ResourceName) resourceKind {
 	case corev1.ResourceEphemeralStorage:
 		return kindEphemeralStorage
 	}
-	if isScalarResourceName(name) {
+	if podfit.IsScalarResourceName(name) {
 		return kindScalar
 	}
 	return kindOther

@@ -10,11 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kubette/kubette/internal/podfit"
 	"github.com/kubette/kubette/internal/scheduler/framework"
 )
 
 // Name is the plugin's registered name.
-const Name = "TaintToleration"
+const Name = podfit.TaintToleration
 
 // preScoreStateKey is where PreScore leaves the pod's PreferNoSchedule tolerations.
 const preScoreStateKey framework.StateKey = "PreScore" + Name

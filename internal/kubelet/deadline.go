@@ -48,7 +48,7 @@ func (k *Kubelet) failPastDeadline(ctx context.Context, w *podWorker, pod *v1.Po
 	}
 	failed := pod.DeepCopy()
 	failed.Status = *st
-	stopErr := k.stopPod(ctx, failed, rt, gracePeriod(pod))
+	stopErr := k.stopEnded(ctx, failed, rt)
 	rt, err := readRuntime(ctx, k.cfg.Runtime, pod.UID)
 	if err != nil {
 		return errors.Join(stopErr, err)

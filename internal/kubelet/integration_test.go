@@ -41,7 +41,7 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.9.8.7"}}
-	node.Status.Capacity = v1.ResourceList{v1.ResourceCPU: mustQ("2"), v1.ResourceMemory: mustQ("4Gi")}
+	node.Status.Capacity = v1.ResourceList{v1.ResourceCPU: mustQ("2"), v1.ResourceMemory: mustQ("4Gi"), v1.ResourcePods: mustQ("110")}
 	node.Status.Allocatable = node.Status.Capacity
 	if _, err := env.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -109,12 +109,14 @@ type Kubelet struct {
 	crashBackoff *flowcontrol.Backoff
 	pullBackoff  *flowcontrol.Backoff
 
+	admitMu    sync.Mutex // serialises admission decisions (admit.go); taken before mu
 	mu         sync.Mutex
 	workers    map[types.UID]*podWorker
 	probeKills map[string]string // container ID → the probe (liveness or startup) whose failure restarts it
 	timers     map[types.UID]*podTimer
 	written    map[types.UID]*v1.Pod // the pod as the last status write returned it (written.go)
 	observed   map[types.UID]string  // the runtime state the pod's last sync read (observed.go)
+	admitted   map[types.UID]bool    // the admitted pods (admit.go)
 	runCtx     context.Context       // nil before Run
 	stopped    bool                  // no new workers once Run is returning
 	workersWG  sync.WaitGroup
@@ -176,6 +178,7 @@ func New(cfg Config) (*Kubelet, error) {
 		timers:       map[types.UID]*podTimer{},
 		written:      map[types.UID]*v1.Pod{},
 		observed:     map[types.UID]string{},
+		admitted:     map[types.UID]bool{},
 	}
 	podFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -276,7 +279,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	}
 	// Workers start only now, with the pods, the node and the Services known; triggers before were
 	// dropped, so every pod is triggered once here, and the first relist triggers what the
-	// runtime holds, orphans among it.
+	// runtime holds, orphans among it. The pods a previous kubelet ran count against the node
+	// before any new one is admitted.
+	if err := k.seedAdmitted(ctx); err != nil {
+		// Each such pod's worker still counts it once it syncs.
+		k.log.Warn("reading the runtime's pods for admission", "err", err)
+	}
 	k.mu.Lock()
 	k.runCtx = ctx
 	k.mu.Unlock()

@@ -118,6 +118,7 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 				delete(k.workers, w.uid)
 				delete(k.written, w.uid)
 				delete(k.observed, w.uid)
+				delete(k.admitted, w.uid)
 				k.mu.Unlock()
 				return
 			}

@@ -44,7 +44,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 	}
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		// A terminal pod never runs again; make sure nothing of it does.
-		return false, k.stopPod(ctx, pod, rt, gracePeriod(pod))
+		return false, k.stopEnded(ctx, pod, rt)
 	}
 	if rejected, err := k.admit(ctx, w, pod, rt); rejected || err != nil {
 		return false, err
@@ -72,7 +72,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (done bool, err err
 		return false, errors.Join(syncErr, err)
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
-		return false, errors.Join(syncErr, k.stopPod(ctx, pod, rt, gracePeriod(pod)))
+		return false, errors.Join(syncErr, k.stopEnded(ctx, pod, rt))
 	}
 	k.collectGarbage(ctx, rt)
 	return false, syncErr

@@ -49,6 +49,16 @@ func (k *Kubelet) stopPod(ctx context.Context, pod *v1.Pod, rt *podRuntime, grac
 	return nil
 }
 
+// stopEnded stops a pod that will not run again (terminal, or being deleted) within its grace
+// period; once nothing of it runs, it no longer counts against the node's admission.
+func (k *Kubelet) stopEnded(ctx context.Context, pod *v1.Pod, rt *podRuntime) error {
+	if err := k.stopPod(ctx, pod, rt, gracePeriod(pod)); err != nil {
+		return err
+	}
+	k.forgetAdmitted(pod.UID)
+	return nil
+}
+
 // removePod removes every container and sandbox of the pod from the runtime.
 func (k *Kubelet) removePod(ctx context.Context, rt *podRuntime) error {
 	var errs []error
@@ -80,7 +90,7 @@ func (k *Kubelet) removePod(ctx context.Context, rt *podRuntime) error {
 // report the final status, remove everything, tear the volumes down and delete the pod
 // object for good (grace 0, only this UID).
 func (k *Kubelet) terminatePod(ctx context.Context, w *podWorker, pod *v1.Pod, rt *podRuntime) error {
-	if err := k.stopPod(ctx, pod, rt, gracePeriod(pod)); err != nil {
+	if err := k.stopEnded(ctx, pod, rt); err != nil {
 		return err
 	}
 	rt, err := readRuntime(ctx, k.cfg.Runtime, pod.UID)

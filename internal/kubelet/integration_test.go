@@ -26,6 +26,7 @@ const testNode = "node-a"
 // cluster is an API server, a registered node and a fake CRI runtime.
 type cluster struct {
 	t       *testing.T
+	env     *testenv.Env
 	client  kubernetes.Interface
 	runtime *critest.FakeRuntimeService
 	images  *critest.FakeImageService
@@ -46,7 +47,7 @@ func newCluster(t *testing.T) *cluster {
 	if _, err := env.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, client: env.Client, runtime: critest.NewFakeRuntimeService(), images: critest.NewFakeImageService(), root: t.TempDir()}
+	return &cluster{t: t, env: env, client: env.Client, runtime: critest.NewFakeRuntimeService(), images: critest.NewFakeImageService(), root: t.TempDir()}
 }
 
 // start runs a kubelet until the returned stop is called (or the test ends).
